@@ -1,0 +1,40 @@
+# worldrl: two commands for a fresh machine — `make quickstart` and `make test`.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+# The machine's pip config may list local mirror folders that do not exist; silence that noise only.
+PIP := PIP_EXTRA_INDEX_URL= $(VPY) -m pip --disable-pip-version-check
+STAMP := $(VENV)/.installed
+export MUJOCO_GL ?= egl
+
+.PHONY: install quickstart test test-fast lint freeze clean
+
+$(VPY):
+	$(PY) -m venv $(VENV)
+
+# Re-install when the pins or the package metadata change.
+$(STAMP): $(VPY) constraints.txt pyproject.toml
+	$(PIP) install -q -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+quickstart: install
+	bash scripts/run_embodiment.sh ppo_metaworld
+
+test: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest -q -p no:cacheprovider --timeout=900 tests
+
+test-fast: install
+	$(VENV)/bin/pytest -q -m "not slow" tests
+
+lint: install
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+freeze: install
+	$(PIP) freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu/torch==\1/' > constraints.txt.new && mv constraints.txt.new constraints.txt
+
+clean:
+	rm -rf $(VENV) logs

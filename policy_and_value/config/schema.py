@@ -1,0 +1,162 @@
+"""Typed schema of a worldrl job config.
+
+Hydra composes YAML files into one tree; ``validate_config`` (in ``config/validate.py``) checks that tree
+against these models before anything heavy starts, so a typo or an impossible value fails in a second
+with one line naming the key. Every model forbids unknown keys.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    """Base: unknown keys are errors, values are validated on assignment too."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=False)
+
+
+# ----------------------------------------------------------------------------------------- cluster
+class ClusterConfig(Strict):
+    num_nodes: int = Field(1, ge=1)
+    # CPU slots per node when no GPU is present (ignored when GPUs are: then it is the GPU count).
+    num_devices_per_node: int = Field(1, ge=1)
+    # component name(s) -> placement string, e.g. {"env,rollout": "0", "actor": "0-1"}.
+    component_placement: dict[str, str | int] = Field(default_factory=lambda: {"env,rollout,actor": "all"})
+
+
+# ------------------------------------------------------------------------------------------ runner
+class LoggerConfig(Strict):
+    log_path: str = "logs"
+    project_name: str = "worldrl"
+    experiment_name: str = "default"
+    logger_backends: list[Literal["tensorboard", "wandb", "swanlab"]] = Field(
+        default_factory=lambda: ["tensorboard"]
+    )
+
+
+class RunnerConfig(Strict):
+    max_steps: int = Field(10, ge=1)  # training steps (one step = rollout + update)
+    val_check_interval: int = Field(-1, ge=-1)  # -1: never evaluate
+    save_interval: int = Field(-1, ge=-1)  # -1: never save
+    resume_dir: str | None = None  # a .../checkpoints/global_step_N directory
+    seed: int = 1
+    progress_bar: bool = True
+    logger: LoggerConfig = Field(default_factory=LoggerConfig)
+
+
+# --------------------------------------------------------------------------------------- algorithm
+class AlgorithmConfig(Strict):
+    adv_type: Literal["gae", "grpo"] = "gae"
+    loss_type: Literal["ppo"] = "ppo"
+    reward_type: Literal["chunk_level", "action_level"] = "chunk_level"
+    logprob_type: Literal["chunk_level", "action_level", "token_level"] = "action_level"
+    n_chunk_steps: int = Field(8, ge=1)  # chunks each env steps per rollout
+    rollout_epoch: int = Field(1, ge=1)  # rollouts collected per training step
+    gamma: float = Field(0.99, ge=0.0, le=1.0)
+    gae_lambda: float = Field(0.95, ge=0.0, le=1.0)
+    normalize_advantages: bool = True
+    advantage_scale: float = Field(1.0, gt=0.0)
+    group_size: int = Field(1, ge=1)  # GRPO: envs sharing one reset state
+    update_epoch: int = Field(1, ge=1)
+    clip_ratio_low: float = Field(0.2, ge=0.0, lt=1.0)
+    clip_ratio_high: float = Field(0.2, ge=0.0)
+    clip_ratio_c: float | None = Field(None, gt=1.0)  # dual clip; None disables
+    value_clip: float | None = Field(0.2, gt=0.0)  # None disables value clipping
+    huber_delta: float | None = Field(10.0, gt=0.0)  # None: squared error
+    value_loss_coef: float = Field(0.5, ge=0.0)
+    entropy_bonus: float = Field(0.0, ge=0.0)
+    target_kl: float | None = Field(None, gt=0.0)  # stop the epoch loop early above this
+
+
+# --------------------------------------------------------------------------------------------- env
+class VideoConfig(Strict):
+    save_video: bool = False
+    video_base_dir: str | None = None  # default: <log_dir>/videos/<split>
+    fps: int = Field(10, ge=1)
+    info_overlay: bool = True
+    max_envs: int = Field(4, ge=1)  # record at most this many envs
+
+
+class EnvConfig(Strict):
+    env_type: Literal["metaworld", "gym"] = "metaworld"
+    # metaworld: MT10/MT50 task names (e.g. "reach-v3"); gym: exactly one gymnasium id.
+    tasks: list[str] = Field(default_factory=lambda: ["reach-v3"], min_length=1)
+    num_envs: int = Field(4, ge=1)  # total over all env ranks
+    num_action_chunks: int = Field(1, ge=1)  # actions per chunk_step
+    max_episode_steps: int = Field(100, ge=1)  # in env steps (actions)
+    auto_reset: bool = True
+    ignore_terminations: bool = False
+    use_fixed_reset_state_ids: bool = False
+    group_size: int = Field(1, ge=1)
+    # metaworld only
+    cameras: list[str] = Field(default_factory=lambda: ["corner"], min_length=1)
+    image_size: int = Field(64, ge=8, le=1024)
+    use_images: bool = True
+    reward_scale: float = 1.0
+    video_cfg: VideoConfig = Field(default_factory=VideoConfig)
+
+
+class EnvGroupConfig(Strict):
+    enable_offload: bool = False
+    train: EnvConfig = Field(default_factory=EnvConfig)
+    eval: EnvConfig | None = None
+    eval_episodes: int = Field(8, ge=1)  # episodes per eval, over all eval envs
+
+
+# ------------------------------------------------------------------------------------------ policy
+class ModelConfig(Strict):
+    """Policy config; ``policy_type`` picks the class from the policy registry."""
+
+    policy_type: Literal["mlp_actor_critic", "cnn_actor_critic"] = "cnn_actor_critic"
+    action_dim: int | None = Field(None, ge=1)  # None: taken from the env
+    num_action_chunks: int | None = Field(None, ge=1)  # None: taken from env.train
+    hidden_dims: list[int] = Field(default_factory=lambda: [64, 64], min_length=1)
+    activation: Literal["tanh", "relu", "gelu"] = "tanh"
+    image_channels: list[int] = Field(default_factory=lambda: [16, 32])  # CNN encoder widths
+    init_log_std: float = Field(-0.5, ge=-5.0, le=2.0)
+    obs_norm: bool = False  # running mean/std of the state vector
+    add_value_head: bool = True
+
+
+# ----------------------------------------------------------------------------------------- workers
+class RolloutConfig(Strict):
+    pipeline_stage_num: int = Field(1, ge=1)
+    rollout_ema_decay: float = Field(0.0, ge=0.0, lt=1.0)
+    enable_offload: bool = False
+    model_dir: str | None = None  # initial policy weights
+
+
+class OptimConfig(Strict):
+    lr: float = Field(3e-4, gt=0.0)
+    value_lr: float | None = Field(None, gt=0.0)  # None: same as lr
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    adam_eps: float = Field(1e-5, gt=0.0)
+    weight_decay: float = Field(0.0, ge=0.0)
+    clip_grad: float | None = Field(1.0, gt=0.0)
+    lr_scheduler: Literal["constant", "cosine"] = "constant"
+    lr_warmup_steps: int = Field(0, ge=0)  # optimizer steps
+    min_lr_ratio: float = Field(0.0, ge=0.0, le=1.0)
+    total_training_steps: int | None = Field(None, ge=1)  # optimizer steps; None: derived
+
+
+class ActorConfig(Strict):
+    micro_batch_size: int = Field(32, ge=1)  # samples per forward/backward on one rank
+    global_batch_size: int = Field(128, ge=1)  # samples per optimizer step over all ranks
+    enable_offload: bool = False
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    backend: Literal["auto", "gloo", "nccl"] = "auto"
+
+
+class JobConfig(Strict):
+    """The whole job."""
+
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    runner: RunnerConfig = Field(default_factory=RunnerConfig)
+    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    env: EnvGroupConfig = Field(default_factory=EnvGroupConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    actor: ActorConfig = Field(default_factory=ActorConfig)

@@ -1,0 +1,47 @@
+"""Metric sinks: TensorBoard by default; wandb and swanlab only when listed (imported only then)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+class MetricLogger:
+    """Writes scalar dicts to every backend in ``logger_backends``."""
+
+    def __init__(self, log_dir: str, backends: list[str], project: str, experiment: str, config: dict[str, Any]):
+        self.sinks: list[Any] = []
+        self.tb = None
+        if "tensorboard" in backends:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.tb = SummaryWriter(os.path.join(log_dir, "tensorboard"))
+        self.wandb = None
+        if "wandb" in backends:
+            import wandb
+
+            self.wandb = wandb.init(project=project, name=experiment, config=config, dir=log_dir)
+        self.swanlab = None
+        if "swanlab" in backends:
+            import swanlab
+
+            self.swanlab = swanlab.init(project=project, experiment_name=experiment, config=config, logdir=log_dir)
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        """Write one step's scalars."""
+        if self.tb is not None:
+            for k, v in metrics.items():
+                self.tb.add_scalar(k, v, step)
+            self.tb.flush()
+        if self.wandb is not None:
+            self.wandb.log(metrics, step=step)
+        if self.swanlab is not None:
+            self.swanlab.log(metrics, step=step)
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+        if self.swanlab is not None:
+            self.swanlab.finish()

@@ -1,0 +1,336 @@
+"""The training loop: sync weights, generate rollouts, advantages, actor update, eval, checkpoint.
+
+The driver only submits Ray calls and passes ObjectRefs between workers: observations go from env
+workers to rollout workers and action chunks back without passing through the driver, and trajectory
+shards go from rollout workers straight to the actor ranks that train on them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+import yaml
+
+from policy_and_value.config.schema import JobConfig
+from policy_and_value.runner import checkpoint as ckpt
+from policy_and_value.runner.metric_logger import MetricLogger
+from policy_and_value.runtime.cluster import Cluster
+from policy_and_value.runtime.placement import parse_placement
+from policy_and_value.runtime.worker_group import WorkerGroup
+from policy_and_value.workers.base import get_rng_state, seed_everything, set_rng_state
+from policy_and_value.workers.env_worker import merge_stats
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One stage of one env rank, served by one rollout rank."""
+
+    env_rank: int
+    stage: int
+    rollout_rank: int
+    num_envs: int
+
+
+class EmbodiedRunner:
+    """Owns the worker groups and runs ``runner.max_steps`` training steps."""
+
+    def __init__(self, cfg: JobConfig):
+        self.cfg = cfg
+        log = cfg.runner.logger
+        self.log_dir = os.path.abspath(os.path.join(log.log_path, log.experiment_name))
+        os.makedirs(self.log_dir, exist_ok=True)
+        self.global_step = 0
+        self.cluster: Cluster | None = None
+        self.groups: list[WorkerGroup] = []
+        self.last_eval: dict[str, float] = {}
+        self.first_eval: dict[str, float] = {}
+        self.saved: list[str] = []
+
+    # ------------------------------------------------------------------ set-up
+    def setup(self) -> None:
+        """Start Ray, place the workers, join the actor process group, restore a checkpoint."""
+        from policy_and_value.workers.actor_worker import ActorWorker
+        from policy_and_value.workers.env_worker import EnvWorker
+        from policy_and_value.workers.rollout_worker import RolloutWorker
+
+        cfg = self.cfg
+        seed_everything(cfg.runner.seed)
+        with open(os.path.join(self.log_dir, "config.yaml"), "w") as f:
+            yaml.safe_dump(cfg.model_dump(mode="json"), f, sort_keys=False)
+        self.cluster = Cluster.start(cfg.cluster)
+        placement = parse_placement(
+            cfg.cluster.component_placement, cfg.cluster.num_nodes, self.cluster.devices_per_node
+        )
+        self.placement = placement
+        self.env = WorkerGroup(EnvWorker, "env", placement, self.cluster, cfg=cfg, log_dir=self.log_dir)
+        self.groups.append(self.env)
+        self.spec = ray.get(self.env.workers[0].spec.remote())
+        self.rollout = WorkerGroup(RolloutWorker, "rollout", placement, self.cluster, cfg=cfg, spec=self.spec)
+        self.groups.append(self.rollout)
+        self.actor = WorkerGroup(ActorWorker, "actor", placement, self.cluster, cfg=cfg, spec=self.spec)
+        self.groups.append(self.actor)
+        host, port = ray.get(self.actor.workers[0].master_address.remote())
+        ray.get(self.actor.call("init_process_group", host, port))
+
+        S = cfg.rollout.pipeline_stage_num
+        per_stage = cfg.env.train.num_envs // self.env.world_size // S
+        self.streams = [
+            Stream(e, s, (e * S + s) % self.rollout.world_size, per_stage)
+            for e in range(self.env.world_size)
+            for s in range(S)
+        ]
+        self.metrics = MetricLogger(
+            self.log_dir,
+            cfg.runner.logger.logger_backends,
+            cfg.runner.logger.project_name,
+            cfg.runner.logger.experiment_name,
+            cfg.model_dump(mode="json"),
+        )
+        if cfg.runner.resume_dir:
+            self.load_checkpoint(cfg.runner.resume_dir)
+
+    # ------------------------------------------------------------------ one training step
+    def sync_weights(self) -> None:
+        """Actor rank 0 -> every rollout rank, blended with ``rollout_ema_decay``."""
+        weights = self.actor.workers[0].get_weights.remote()
+        ray.get(self.rollout.call("set_weights", weights, self.cfg.rollout.rollout_ema_decay))
+
+    def generate_rollouts(self) -> list[tuple[str, Stream]]:
+        """Run ``rollout_epoch`` x ``n_chunk_steps`` chunks on every stream; returns the recorded keys."""
+        S = self.cfg.rollout.pipeline_stage_num
+        keys: list[tuple[str, Stream]] = []
+        if self.cfg.rollout.enable_offload:
+            ray.get(self.rollout.call("onload"))
+        for epoch in range(self.cfg.algorithm.rollout_epoch):
+            outs: dict[tuple[int, int], Any] = {}
+            for e, worker in enumerate(self.env.workers):
+                refs = worker.start_rollout.options(num_returns=S).remote()
+                refs = refs if S > 1 else [refs]
+                for s in range(S):
+                    outs[(e, s)] = refs[s]
+            for _ in range(self.cfg.algorithm.n_chunk_steps):
+                for st in self.streams:
+                    key = f"r{epoch}e{st.env_rank}s{st.stage}"
+                    actions = self.rollout.workers[st.rollout_rank].predict.remote(key, outs[(st.env_rank, st.stage)])
+                    outs[(st.env_rank, st.stage)] = self.env.workers[st.env_rank].step.remote(st.stage, actions)
+            done = []
+            for st in self.streams:
+                key = f"r{epoch}e{st.env_rank}s{st.stage}"
+                done.append(self.rollout.workers[st.rollout_rank].finish.remote(key, outs[(st.env_rank, st.stage)]))
+                keys.append((key, st))
+            ray.get(done)
+        if self.cfg.rollout.enable_offload:
+            ray.get(self.rollout.call("offload"))
+        return keys
+
+    def shard_assignment(self, keys: list[tuple[str, Stream]]) -> list[list[tuple[str, int, int, int]]]:
+        """Split the env columns of all streams evenly over actor ranks: (key, rollout rank, start, end)."""
+        total = sum(st.num_envs for _, st in keys)
+        ranks = self.actor.world_size
+        per_rank = total // ranks
+        plan: list[list[tuple[str, int, int, int]]] = [[] for _ in range(ranks)]
+        col = 0
+        for key, st in keys:
+            start = 0
+            while start < st.num_envs:
+                rank = col // per_rank
+                take = min(st.num_envs - start, per_rank - col % per_rank)
+                plan[rank].append((key, st.rollout_rank, start, start + take))
+                start += take
+                col += take
+        return plan
+
+    def actor_training(self, keys: list[tuple[str, Stream]]) -> dict[str, float]:
+        """Each actor rank fetches its columns straight from the rollout workers and trains."""
+        if self.cfg.actor.enable_offload:
+            ray.get(self.actor.call("onload"))
+        refs = []
+        for rank, parts in enumerate(self.shard_assignment(keys)):
+            shards = [self.rollout.workers[r].get_shard.remote(key, a, b) for key, r, a, b in parts]
+            refs.append(self.actor.workers[rank].train.remote(*shards))
+        metrics = ray.get(refs)[0]
+        if self.cfg.actor.enable_offload:
+            ray.get(self.actor.call("offload"))
+        return metrics
+
+    def step(self) -> dict[str, float]:
+        """One training step; returns its metrics (tags as in ARCHITECTURE.md)."""
+        t0 = time.perf_counter()
+        self.sync_weights()
+        t1 = time.perf_counter()
+        keys = self.generate_rollouts()
+        t2 = time.perf_counter()
+        train_metrics = self.actor_training(keys)
+        t3 = time.perf_counter()
+        env_stats = ray.get(self.env.call("pop_stats"))
+        rollout_stats = ray.get(self.rollout.call("clear"))
+        metrics = {f"env/{k}": v for k, v in merge_stats(env_stats).items()}
+        rewards = [s["rewards"] for s in rollout_stats if "rewards" in s]
+        if rewards:
+            metrics["rollout/rewards"] = sum(rewards) / len(rewards)
+        t_adv = train_metrics.pop("time/cal_adv_and_returns", 0.0)
+        metrics.update(train_metrics)
+        metrics.update(
+            {
+                "time/sync_weights": t1 - t0,
+                "time/generate_rollouts": t2 - t1,
+                "time/cal_adv_and_returns": t_adv,
+                "time/actor_training": t3 - t2 - t_adv,
+                "time/step": time.perf_counter() - t0,
+                "time/env_busy": max(s["busy_s"] for s in env_stats),
+                "time/rollout_busy": max(s["busy_s"] for s in rollout_stats),
+            }
+        )
+        return metrics
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self) -> dict[str, float]:
+        """Deterministic episodes on the eval envs (one per env per round) -> ``eval/<metric>``."""
+        cfg = self.cfg
+        ecfg = cfg.env.eval
+        S = cfg.rollout.pipeline_stage_num
+        rounds = math.ceil(cfg.env.eval_episodes / ecfg.num_envs)
+        chunks = math.ceil(ecfg.max_episode_steps / ecfg.num_action_chunks)
+        stats = []
+        for _ in range(rounds):
+            outs = {}
+            for e, worker in enumerate(self.env.workers):
+                refs = worker.eval_reset.options(num_returns=S).remote()
+                refs = refs if S > 1 else [refs]
+                for s in range(S):
+                    outs[(e, s)] = refs[s]
+            for _ in range(chunks):
+                for st in self.streams:
+                    actions = self.rollout.workers[st.rollout_rank].predict.remote(
+                        "eval", outs[(st.env_rank, st.stage)], "eval"
+                    )
+                    outs[(st.env_rank, st.stage)] = self.env.workers[st.env_rank].eval_step.remote(st.stage, actions)
+            ray.get(list(outs.values()))
+            stats.extend(ray.get(self.env.call("eval_pop_stats")))
+        return {f"eval/{k}": v for k, v in merge_stats(stats).items()}
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self) -> str:
+        """Write ``global_step_N`` atomically: actor DCP, rollout weights, runner state, config."""
+        final = ckpt.step_dir(self.log_dir, self.global_step)
+        os.makedirs(os.path.dirname(final), exist_ok=True)
+        tmp = ckpt.temp_dir_for(final)
+        actor_extra = ray.get(self.actor.call("save_checkpoint", os.path.join(tmp, "actor")))
+        os.makedirs(os.path.join(tmp, "rollout"))
+        ray.get(self.rollout.workers[0].save_weights.remote(os.path.join(tmp, "rollout", "model.safetensors")))
+        state = {
+            "actor": actor_extra,
+            "rollout_rng": ray.get(self.rollout.call("get_rng_state")),
+            "env": ray.get(self.env.call("get_state")),
+            "driver_rng": get_rng_state(),
+        }
+        ckpt.save_runner_state(tmp, self.global_step, state)
+        with open(os.path.join(tmp, "config.yaml"), "w") as f:
+            yaml.safe_dump(self.cfg.model_dump(mode="json"), f, sort_keys=False)
+        ckpt.commit(tmp, final)
+        self.saved.append(final)
+        return final
+
+    def load_checkpoint(self, directory: str) -> None:
+        """Restore everything ``save_checkpoint`` wrote, so the run continues exactly."""
+        step, state = ckpt.load_runner_state(directory)
+        actor_dir = os.path.join(os.path.abspath(directory), "actor")
+        ray.get(self.actor.call_each("load_checkpoint", [(actor_dir, x) for x in state["actor"]]))
+        ray.get(self.rollout.call("load_weights", os.path.join(os.path.abspath(directory), "rollout", "model.safetensors")))
+        ray.get(self.rollout.call_each("set_rng_state", [(x,) for x in state["rollout_rng"]]))
+        ray.get(self.env.call_each("set_state", [(x,) for x in state["env"]]))
+        set_rng_state(state["driver_rng"])
+        self.global_step = step
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> None:
+        """Train until ``runner.max_steps``, evaluating and saving at their intervals."""
+        from tqdm import tqdm
+
+        rcfg = self.cfg.runner
+        bar = tqdm(
+            total=rcfg.max_steps, initial=self.global_step, disable=not rcfg.progress_bar, desc="train", dynamic_ncols=True
+        )
+        if self.cfg.env.eval is not None and rcfg.val_check_interval > 0 and self.global_step == 0:
+            self.first_eval = self.evaluate()
+            self.metrics.log(self.first_eval, 0)
+        while self.global_step < rcfg.max_steps:
+            metrics = self.step()
+            self.global_step += 1
+            if self.cfg.env.eval is not None and rcfg.val_check_interval > 0 and self.global_step % rcfg.val_check_interval == 0:
+                self.last_eval = self.evaluate()
+                metrics.update(self.last_eval)
+            self.metrics.log(metrics, self.global_step)
+            if rcfg.save_interval > 0 and (self.global_step % rcfg.save_interval == 0 or self.global_step == rcfg.max_steps):
+                self.save_checkpoint()
+            with open(os.path.join(self.log_dir, "metrics.jsonl"), "a") as f:
+                f.write(json.dumps({"step": self.global_step, **metrics}) + "\n")
+            bar.update(1)
+            bar.set_postfix(_postfix(metrics))
+        bar.close()
+
+    def shutdown(self) -> None:
+        """Stop workers (envs closed, process groups destroyed) and Ray; safe to call twice."""
+        for group in self.groups:
+            try:
+                if group.component == "env":
+                    ray.get(group.call("close"), timeout=30)
+                if group.component == "actor":
+                    ray.get(group.call("shutdown"), timeout=30)
+            except Exception:  # noqa: BLE001 - tearing down after an error
+                pass
+            group.kill()
+        self.groups = []
+        if hasattr(self, "metrics"):
+            self.metrics.close()
+        if self.cluster is not None:
+            self.cluster.shutdown()
+            self.cluster = None
+
+    def summary(self) -> str:
+        """A one-screen report of where everything is."""
+        lines = [
+            "=" * 72,
+            f"worldrl run finished: {self.global_step} steps",
+            f"  logs:        {self.log_dir}",
+            f"  tensorboard: tensorboard --logdir {os.path.join(self.log_dir, 'tensorboard')}",
+            f"  metrics:     {os.path.join(self.log_dir, 'metrics.jsonl')}",
+        ]
+        if self.saved:
+            lines.append(f"  checkpoint:  {self.saved[-1]}")
+        videos = os.path.join(self.log_dir, "videos")
+        if os.path.isdir(videos):
+            lines.append(f"  videos:      {videos}")
+        for key in ("eval/success_once", "eval/return"):
+            if key in self.first_eval or key in self.last_eval:
+                before = self.first_eval.get(key, float("nan"))
+                after = self.last_eval.get(key, float("nan"))
+                lines.append(f"  {key}: before {before:.3f} -> after {after:.3f}")
+        lines.append("=" * 72)
+        return "\n".join(lines)
+
+
+def _postfix(metrics: dict[str, float]) -> dict[str, str]:
+    keys = ("env/return", "env/success_once", "eval/return", "eval/success_once", "time/step")
+    return {k.split("/", 1)[1]: f"{metrics[k]:.3g}" for k in keys if k in metrics}
+
+
+def run_job(cfg: JobConfig) -> EmbodiedRunner:
+    """Run a validated job end to end; workers are shut down on success, error and Ctrl-C."""
+    runner = EmbodiedRunner(cfg)
+    try:
+        runner.setup()
+        runner.run()
+    except KeyboardInterrupt:
+        print("interrupted: shutting down workers", flush=True)
+        raise
+    finally:
+        runner.shutdown()
+    print(runner.summary(), flush=True)
+    return runner

@@ -1,0 +1,78 @@
+"""Ray cluster start-up and one placement group per node whose bundles are the devices.
+
+Devices are GPUs when the nodes have them, else CPU slots (``cluster.num_devices_per_node`` per node,
+each a bundle with an equal share of the node's CPUs). Every worker is scheduled into the bundle of
+its device, so Ray accounts for every device and sets ``CUDA_VISIBLE_DEVICES`` itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+import ray
+from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+
+from policy_and_value.config.schema import ClusterConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Cluster:
+    """A started Ray cluster with per-node placement groups; ``shutdown`` undoes ``start``."""
+
+    num_nodes: int
+    devices_per_node: int
+    use_gpu: bool
+    cpus_per_device: float
+    placement_groups: list[PlacementGroup]
+    started_ray: bool
+
+    @classmethod
+    def start(cls, cfg: ClusterConfig, object_store_memory: int = 512 * 1024**2) -> Cluster:
+        """Join ``RAY_ADDRESS`` when set, else start a local cluster sized to this machine."""
+        started = False
+        if not ray.is_initialized():
+            if os.environ.get("RAY_ADDRESS"):
+                ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=True)
+            else:
+                ray.init(
+                    num_cpus=os.cpu_count() or 1,
+                    object_store_memory=object_store_memory,
+                    include_dashboard=False,
+                    log_to_driver=True,
+                    logging_level=logging.WARNING,
+                    runtime_env={"env_vars": {"MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}},
+                )
+            started = True
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        gpus = min(int(n["Resources"].get("GPU", 0)) for n in nodes) if nodes else 0
+        cpus = min(float(n["Resources"].get("CPU", 1)) for n in nodes) if nodes else 1.0
+        use_gpu = gpus > 0
+        devices = gpus if use_gpu else cfg.num_devices_per_node
+        if len(nodes) < cfg.num_nodes:
+            raise RuntimeError(
+                f"cluster.num_nodes={cfg.num_nodes}: only {len(nodes)} Ray node(s) are alive; "
+                "start the other nodes with `ray start --address=...` first"
+            )
+        cpus_per_device = cpus / devices
+        bundle = {"CPU": cpus_per_device, **({"GPU": 1.0} if use_gpu else {})}
+        pgs = []
+        for _ in range(cfg.num_nodes):
+            pg = placement_group([dict(bundle) for _ in range(devices)], strategy="STRICT_PACK")
+            pgs.append(pg)
+        ray.get([pg.ready() for pg in pgs], timeout=120)
+        return cls(cfg.num_nodes, devices, use_gpu, cpus_per_device, pgs, started)
+
+    def shutdown(self) -> None:
+        """Remove the placement groups and stop Ray if this process started it."""
+        for pg in self.placement_groups:
+            try:
+                remove_placement_group(pg)
+            except Exception:  # noqa: BLE001 - best effort during teardown
+                pass
+        self.placement_groups = []
+        if self.started_ray and ray.is_initialized():
+            ray.shutdown()

@@ -1,0 +1,1 @@
+"""Ray workers: env (simulators or world model), rollout (policy inference), actor (training)."""

@@ -1,0 +1,292 @@
+"""Actor worker: one data-parallel rank that computes advantages and runs the PPO/GRPO update.
+
+Ranks form a torch.distributed group (gloo on CPU, nccl on GPU); gradients are averaged with DDP and
+advantage statistics over the whole batch of all ranks. Checkpoints are torch.distributed.checkpoint
+(DCP) directories written by all ranks together.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from contextlib import nullcontext
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch import nn
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from policy_and_value.algorithms import (
+    build_optimizer,
+    build_scheduler,
+    compute_gae,
+    compute_grpo,
+    explained_variance,
+    normalize_advantages,
+    ppo_policy_loss,
+    value_loss,
+)
+from policy_and_value.config.schema import JobConfig
+from policy_and_value.envs.base import EnvSpec
+from policy_and_value.models.registry import make_policy
+from policy_and_value.workers.base import Worker
+from policy_and_value.workers.trajectory import cat_shards, flatten_time, take
+
+
+class _Evaluate(nn.Module):
+    """Makes ``policy.evaluate`` the forward pass so DDP can hook gradient all-reduce onto it."""
+
+    def __init__(self, policy: nn.Module):
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        return self.policy.evaluate(batch)
+
+
+class ActorWorker(Worker):
+    """Trains the policy on trajectory shards; the source of the rollout workers' weights."""
+
+    component = "actor"
+
+    def __init__(self, rank: int, world_size: int, num_cpus: float, cfg: JobConfig, spec: EnvSpec):
+        super().__init__(rank, world_size, num_cpus, cfg.runner.seed)
+        self.cfg = cfg
+        algo = cfg.algorithm
+        torch.manual_seed(cfg.runner.seed)  # identical initial weights on every rank and the rollout
+        self.policy = make_policy(
+            cfg.model, spec, logprob_type=algo.logprob_type, value_per_action=algo.reward_type == "action_level"
+        ).to(self.device)
+        torch.manual_seed(cfg.runner.seed + 30_000 + rank)
+        self.optimizer = build_optimizer(self.policy, cfg.actor.optim)
+        samples = cfg.env.train.num_envs * algo.n_chunk_steps * algo.rollout_epoch
+        opt_steps_per_train_step = algo.update_epoch * max(1, samples // cfg.actor.global_batch_size)
+        total = cfg.actor.optim.total_training_steps or opt_steps_per_train_step * cfg.runner.max_steps
+        self.scheduler = build_scheduler(self.optimizer, cfg.actor.optim, total)
+        self.shuffle_gen = torch.Generator().manual_seed(cfg.runner.seed + 777)
+        self.model: nn.Module = _Evaluate(self.policy)
+        self.group_ready = False
+
+    # ------------------------------------------------------------------ distributed set-up
+    def master_address(self) -> tuple[str, int]:
+        """This node's address and a free port, for rank 0 to host the process group store."""
+        host = socket.gethostbyname(socket.gethostname())
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port = s.getsockname()[1]
+        return host, port
+
+    def init_process_group(self, host: str, port: int) -> None:
+        """Join the actor group (also when world_size == 1, so DCP and collectives work the same)."""
+        backend = self.cfg.actor.backend
+        if backend == "auto":
+            backend = "nccl" if self.device.type == "cuda" else "gloo"
+        dist.init_process_group(backend, init_method=f"tcp://{host}:{port}", rank=self.rank, world_size=self.world_size)
+        if self.world_size > 1:
+            self.model = DDP(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        self.group_ready = True
+
+    # ------------------------------------------------------------------ weights
+    def get_weights(self) -> dict[str, torch.Tensor]:
+        """CPU copy of the policy state (parameters and buffers) for the rollout workers."""
+        return {k: v.detach().cpu().clone() for k, v in self.policy.state_dict().items()}
+
+    def offload(self) -> None:
+        """Move model and optimiser state to CPU between updates (``actor.enable_offload``)."""
+        self.policy.to("cpu")
+        _optimizer_to(self.optimizer, torch.device("cpu"))
+
+    def onload(self) -> None:
+        self.policy.to(self.device)
+        _optimizer_to(self.optimizer, self.device)
+
+    # ------------------------------------------------------------------ training
+    def train(self, *shards: dict[str, Any]) -> dict[str, float]:
+        """Advantages, then ``update_epoch`` passes of minibatch updates; returns averaged metrics."""
+        t0 = time.perf_counter()
+        cfg, algo = self.cfg, self.cfg.algorithm
+        traj = cat_shards(list(shards))
+        metrics = self._advantages(traj)
+        t_adv = time.perf_counter() - t0
+
+        T = traj["actions"].shape[0]
+        samples = {
+            "obs": flatten_time(traj["obs"], T),
+            "replay": flatten_time(traj["replay"], T),
+            "logprob": flatten_time(traj["logprob"], T),
+            "advantages": flatten_time(traj["advantages"], T),
+            "returns": flatten_time(traj["returns"], T),
+            "values": flatten_time(traj["values"], T),
+            "loss_mask": flatten_time(traj["loss_mask"], T),
+        }
+        n = samples["loss_mask"].shape[0]
+        per_rank = cfg.actor.global_batch_size // self.world_size
+        micro = cfg.actor.micro_batch_size
+        self.policy.train()
+        acc: dict[str, list[float]] = {}
+        for _ in range(algo.update_epoch):
+            perm = torch.randperm(n, generator=self.shuffle_gen)
+            for start in range(0, n - per_rank + 1, per_rank):
+                idx = perm[start : start + per_rank]
+                for k, v in self._minibatch_step(samples, idx, micro).items():
+                    acc.setdefault(k, []).append(v)
+        self.policy.eval()
+        # After the update, so this step's recomputed log-probs used the statistics the rollout used.
+        if self.cfg.model.obs_norm and hasattr(self.policy, "update_obs_norm"):
+            self._update_obs_norm(traj["obs"]["state"], traj["loss_mask"])
+        out = {k: sum(v) / len(v) for k, v in acc.items()}
+        out.update(metrics)
+        out = self._mean_over_ranks(out)
+        out["time/cal_adv_and_returns"] = t_adv
+        return out
+
+    def _advantages(self, traj: dict[str, Any]) -> dict[str, float]:
+        algo = self.cfg.algorithm
+        mask = traj["loss_mask"]
+        if algo.adv_type == "gae":
+            adv, ret = compute_gae(traj["rewards"], traj["values"], traj["dones"], algo.gamma, algo.gae_lambda)
+        else:
+            adv = compute_grpo(traj["rewards"], mask, algo.group_size)
+            ret = torch.zeros_like(adv)
+        raw = adv
+        if algo.normalize_advantages:
+            adv = normalize_advantages(adv, mask, group=dist.group.WORLD if self.group_ready else None)
+        adv = adv * algo.advantage_scale
+        traj["advantages"], traj["returns"] = adv, ret
+        if traj["values"] is None:
+            traj["values"] = torch.zeros_like(ret)
+        else:
+            traj["values"] = traj["values"][:-1]
+        m = mask.bool()
+        while m.dim() < raw.dim():
+            m = m.unsqueeze(-1)
+        m = m.expand_as(raw)
+        sel_adv, sel_ret = raw[m], ret[m]
+        if sel_adv.numel() == 0:
+            return {}
+        return {
+            "rollout/advantages_mean": float(sel_adv.mean()),
+            "rollout/advantages_max": float(sel_adv.max()),
+            "rollout/advantages_min": float(sel_adv.min()),
+            "rollout/returns_mean": float(sel_ret.mean()),
+            "rollout/returns_max": float(sel_ret.max()),
+            "rollout/returns_min": float(sel_ret.min()),
+        }
+
+    def _minibatch_step(self, samples: dict[str, Any], idx: torch.Tensor, micro: int) -> dict[str, float]:
+        algo, optim_cfg = self.cfg.algorithm, self.cfg.actor.optim
+        chunks = list(idx.split(micro))
+        stats: dict[str, float] = {}
+        for i, mb_idx in enumerate(chunks):
+            mb = take(samples, mb_idx)
+            mb = {k: _to_device(v, self.device) for k, v in mb.items()}
+            sync = i == len(chunks) - 1
+            ctx = self.model.no_sync() if (isinstance(self.model, DDP) and not sync) else nullcontext()
+            with ctx:
+                logprob, value, entropy = self.model({"obs": mb["obs"], **mb["replay"]})
+                mask = mb["loss_mask"]
+                pg_loss, pg_metrics = ppo_policy_loss(
+                    logprob, mb["logprob"], mb["advantages"], mask,
+                    algo.clip_ratio_low, algo.clip_ratio_high, algo.clip_ratio_c,
+                )  # fmt: skip
+                loss = pg_loss
+                ent = _masked_mean(entropy, mask)
+                if algo.entropy_bonus > 0:
+                    loss = loss - algo.entropy_bonus * ent
+                metrics = {f"train/actor/{k}": float(v) for k, v in pg_metrics.items()}
+                metrics["train/actor/entropy"] = float(ent)
+                if value is not None and algo.adv_type == "gae":
+                    v_loss, v_metrics = value_loss(
+                        value, mb["values"], mb["returns"], mask, algo.value_clip, algo.huber_delta
+                    )
+                    loss = loss + algo.value_loss_coef * v_loss
+                    metrics.update({f"train/critic/{k}": float(v) for k, v in v_metrics.items()})
+                    ev = explained_variance(value.detach(), mb["returns"], mask)
+                    metrics["train/critic/explained_variance"] = float(ev)
+                (loss / len(chunks)).backward()
+            for k, v in metrics.items():
+                stats[k] = stats.get(k, 0.0) + v / len(chunks)
+        params = [p for p in self.policy.parameters() if p.requires_grad]
+        if optim_cfg.clip_grad is not None:
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, optim_cfg.clip_grad)
+        else:
+            grad_norm = torch.linalg.vector_norm(
+                torch.stack([p.grad.norm() for p in params if p.grad is not None])
+            )
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        stats["train/actor/grad_norm"] = float(grad_norm)
+        stats["train/actor/lr"] = self.optimizer.param_groups[0]["lr"]
+        if len(self.optimizer.param_groups) > 1:
+            stats["train/critic/lr"] = self.optimizer.param_groups[-1]["lr"]
+        self.scheduler.step()
+        return stats
+
+    def _update_obs_norm(self, state: torch.Tensor, mask: torch.Tensor) -> None:
+        valid = state[mask.bool()]
+        self.policy.update_obs_norm(valid.to(self.device))
+        if self.world_size > 1:
+            for buf in self.policy.buffers():
+                if buf.is_floating_point():
+                    dist.all_reduce(buf)
+                    buf.div_(self.world_size)
+
+    def _mean_over_ranks(self, metrics: dict[str, float]) -> dict[str, float]:
+        if self.world_size == 1 or not metrics:
+            return metrics
+        keys = sorted(metrics)
+        t = torch.tensor([metrics[k] for k in keys], dtype=torch.float64)
+        dist.all_reduce(t)
+        return {k: float(v) / self.world_size for k, v in zip(keys, t.tolist(), strict=True)}
+
+    # ------------------------------------------------------------------ checkpoint
+    def _state(self) -> dict[str, Any]:
+        model_sd, optim_sd = get_state_dict(self.policy, self.optimizer)
+        return {"model": model_sd, "optim": optim_sd, "scheduler": self.scheduler.state_dict()}
+
+    def save_checkpoint(self, path: str) -> dict[str, Any]:
+        """All ranks write the DCP directory together; returns this rank's RNG and shuffle state."""
+        dcp.save(self._state(), checkpoint_id=path)
+        return {"rng": self.get_rng_state(), "shuffle": self.shuffle_gen.get_state()}
+
+    def load_checkpoint(self, path: str, extra: dict[str, Any]) -> None:
+        """Restore model, optimiser and scheduler from DCP, and this rank's RNG state."""
+        state = self._state()
+        dcp.load(state, checkpoint_id=path)
+        set_state_dict(self.policy, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.set_rng_state(extra["rng"])
+        self.shuffle_gen.set_state(extra["shuffle"])
+
+    def shutdown(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    m = mask
+    while m.dim() < x.dim():
+        m = m.unsqueeze(-1)
+    m = m.expand_as(x)
+    return (x * m).sum() / m.sum().clamp_min(1.0)
+
+
+def _to_device(x: Any, device: torch.device) -> Any:
+    if device.type == "cpu":
+        return x
+    if isinstance(x, torch.Tensor):
+        return x.to(device, non_blocking=True)
+    if isinstance(x, dict):
+        return {k: _to_device(v, device) for k, v in x.items()}
+    return x
+
+
+def _optimizer_to(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
+    for state in optimizer.state.values():
+        for k, v in state.items():
+            if isinstance(v, torch.Tensor):
+                state[k] = v.to(device)
+

@@ -1,0 +1,60 @@
+"""What every Ray worker shares: thread count, device, seeding and RNG state for exact resume."""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+import numpy as np
+import torch
+
+COMPONENT_SEED_OFFSET = {"env": 10_000, "rollout": 20_000, "actor": 30_000}
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch (all devices)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def get_rng_state() -> dict[str, Any]:
+    """Snapshot of every RNG this process uses."""
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what ``get_rng_state`` returned."""
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class Worker:
+    """Base of the env, rollout and actor workers (each one Ray actor process)."""
+
+    component = "worker"
+
+    def __init__(self, rank: int, world_size: int, num_cpus: float, seed: int):
+        self.rank = rank
+        self.world_size = world_size
+        torch.set_num_threads(max(1, int(num_cpus)))
+        os.environ.setdefault("MUJOCO_GL", "egl")
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        seed_everything(seed + COMPONENT_SEED_OFFSET.get(self.component, 0) + rank)
+
+    def ping(self) -> int:
+        """Round-trip check used at start-up."""
+        return self.rank
+
+    def get_rng_state(self) -> dict[str, Any]:
+        return get_rng_state()
+
+    def set_rng_state(self, state: dict[str, Any]) -> None:
+        set_rng_state(state)

@@ -1,0 +1,226 @@
+"""Env worker: holds ``pipeline_stage_num`` batched envs (stages) and steps one stage per call.
+
+Each stage is its own ``BatchedEnv`` so that one stage can step while the rollout worker infers the
+next. The worker also accumulates finished-episode statistics for the runner's metrics.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import torch
+
+from policy_and_value.config.schema import EnvConfig, JobConfig
+from policy_and_value.envs.base import BatchedEnv, EnvSpec
+from policy_and_value.workers.base import Worker
+from policy_and_value.workers.trajectory import obs_index
+
+EnvOutput = dict[str, Any]
+
+
+class EpisodeStats:
+    """Finished episodes (per task) and reward sums since the last ``pop``."""
+
+    def __init__(self) -> None:
+        self.episodes: dict[str, list[float]] = defaultdict(list)
+        self.reward_sum = 0.0
+        self.reward_count = 0
+
+    def add_step(self, rewards: torch.Tensor, alive: torch.Tensor) -> None:
+        if alive.any():
+            self.reward_sum += float(rewards.sum(-1)[alive].sum())
+            self.reward_count += int(alive.sum())
+
+    def add_episodes(self, info: dict, tasks: list[str], task_ids: torch.Tensor, keep: torch.Tensor) -> None:
+        ep = info.get("episode")
+        if not ep:
+            return
+        for j, env_id in enumerate(ep["env_ids"].tolist()):
+            if not bool(keep[env_id]):
+                continue
+            task = tasks[int(task_ids[env_id])]
+            success = float(ep["success_once"][j])
+            self.episodes["success_once"].append(success)
+            self.episodes["return"].append(float(ep["return"][j]))
+            self.episodes["episode_len"].append(float(ep["episode_len"][j]))
+            self.episodes[f"{task}/success_once"].append(success)
+            self.episodes[f"{task}/return"].append(float(ep["return"][j]))
+
+    def pop(self) -> dict[str, Any]:
+        out = {"episodes": dict(self.episodes), "reward_sum": self.reward_sum, "reward_count": self.reward_count}
+        self.__init__()
+        return out
+
+
+class EnvWorker(Worker):
+    """One env rank: ``num_envs / env_ranks`` train envs split into stages, plus its eval envs."""
+
+    component = "env"
+
+    def __init__(self, rank: int, world_size: int, num_cpus: float, cfg: JobConfig, log_dir: str):
+        super().__init__(rank, world_size, num_cpus, cfg.runner.seed)
+        from policy_and_value.envs.registry import make_env
+
+        self._make_env = make_env
+        self.cfg = cfg
+        self.log_dir = log_dir
+        self.stage_num = cfg.rollout.pipeline_stage_num
+        train = cfg.env.train
+        per_stage = train.num_envs // world_size // self.stage_num
+        base_seed = cfg.runner.seed * 1000 + rank * self.stage_num
+        self.train_envs: list[BatchedEnv] = [
+            make_env(train, per_stage, seed=base_seed + s, rank=rank * self.stage_num + s)
+            for s in range(self.stage_num)
+        ]
+        self.eval_envs: list[BatchedEnv] | None = None
+        self.obs: list[dict | None] = [None] * self.stage_num
+        self.alive: list[torch.Tensor | None] = [None] * self.stage_num
+        self.stats = EpisodeStats()
+        self.busy_s = 0.0
+
+    # ------------------------------------------------------------------ queries
+    def spec(self) -> EnvSpec:
+        return self.train_envs[0].spec
+
+    # ------------------------------------------------------------------ training rollouts
+    def start_rollout(self) -> list[EnvOutput] | EnvOutput:
+        """First output of every stage for a new rollout; resets envs unless episodes continue."""
+        outs = []
+        for s, env in enumerate(self.train_envs):
+            if self.obs[s] is None or not self.cfg.env.train.auto_reset:
+                obs, _ = self._timed(env.reset)
+                self.obs[s] = obs
+                self.alive[s] = torch.ones(env.num_envs, dtype=torch.bool)
+            outs.append(self._output(self.obs[s], self.alive[s]))
+        return outs if len(outs) > 1 else outs[0]
+
+    def step(self, stage: int, actions: torch.Tensor) -> EnvOutput:
+        """Step stage ``stage`` with an action chunk; returns obs, rewards and done flags."""
+        env = self.train_envs[stage]
+        alive = self.alive[stage]
+        obs, rewards, terminated, truncated, info = self._timed(env.chunk_step, actions)
+        if self.cfg.env.train.ignore_terminations:
+            terminated = torch.zeros_like(terminated)
+        rewards = rewards * alive.unsqueeze(-1)
+        done = terminated | truncated
+        self.stats.add_step(rewards, alive)
+        self.stats.add_episodes(info, env.tasks, self.obs[stage]["task_id"], alive)
+        next_alive = alive.clone() if not self.cfg.env.train.auto_reset else torch.ones_like(alive)
+        if not self.cfg.env.train.auto_reset:
+            next_alive &= ~done
+        self.obs[stage] = obs
+        self.alive[stage] = next_alive
+        return self._output(obs, next_alive, rewards, terminated & alive, truncated & alive, info.get("final_obs"))
+
+    @staticmethod
+    def _output(obs, alive, rewards=None, terminated=None, truncated=None, final_obs=None) -> EnvOutput:
+        return {
+            "obs": obs,
+            "alive": alive,
+            "rewards": rewards,
+            "terminated": terminated,
+            "truncated": truncated,
+            "final_obs": final_obs,
+        }
+
+    def _timed(self, fn, *args):
+        import time
+
+        t0 = time.perf_counter()
+        out = fn(*args)
+        self.busy_s += time.perf_counter() - t0
+        return out
+
+    def pop_stats(self) -> dict[str, Any]:
+        """Episode statistics since the last call, plus the time spent inside env code."""
+        out = self.stats.pop()
+        out["busy_s"], self.busy_s = self.busy_s, 0.0
+        return out
+
+    # ------------------------------------------------------------------ evaluation
+    def eval_reset(self) -> list[EnvOutput]:
+        """Reset the eval envs (created on first use) for one round of episodes."""
+        ecfg: EnvConfig = self.cfg.env.eval
+        if self.eval_envs is None:
+            n = ecfg.num_envs // self.world_size // self.stage_num
+            video_dir = ecfg.video_cfg.video_base_dir or os.path.join(self.log_dir, "videos", "eval")
+            self.eval_envs = [
+                self._make_env(
+                    ecfg,
+                    n,
+                    seed=10_000_000 + self.cfg.runner.seed * 1000 + self.rank * self.stage_num + s,
+                    rank=self.rank * self.stage_num + s,
+                    video_dir=video_dir if (ecfg.video_cfg.save_video and self.rank == 0 and s == 0) else None,
+                )
+                for s in range(self.stage_num)
+            ]
+        self.eval_alive = []
+        self.eval_obs = []
+        self.eval_stats = EpisodeStats()
+        outs = []
+        for env in self.eval_envs:
+            obs, _ = env.reset()
+            alive = torch.ones(env.num_envs, dtype=torch.bool)
+            self.eval_obs.append(obs)
+            self.eval_alive.append(alive)
+            outs.append(self._output(obs, alive))
+        return outs
+
+    def eval_step(self, stage: int, actions: torch.Tensor) -> EnvOutput:
+        """Step an eval stage; each env plays exactly one episode per round."""
+        env = self.eval_envs[stage]
+        alive = self.eval_alive[stage]
+        obs, rewards, terminated, truncated, info = env.chunk_step(actions)
+        if self.cfg.env.eval.ignore_terminations:
+            terminated = torch.zeros_like(terminated)
+        rewards = rewards * alive.unsqueeze(-1)
+        self.eval_stats.add_step(rewards, alive)
+        self.eval_stats.add_episodes(info, env.tasks, self.eval_obs[stage]["task_id"], alive)
+        self.eval_alive[stage] = alive & ~(terminated | truncated)
+        self.eval_obs[stage] = obs
+        return self._output(obs, self.eval_alive[stage])
+
+    def eval_pop_stats(self) -> dict[str, Any]:
+        return self.eval_stats.pop()
+
+    # ------------------------------------------------------------------ checkpoint
+    def get_state(self) -> bytes:
+        """Env states, current obs and RNGs, pickled (restored by ``set_state`` for exact resume)."""
+        state = {
+            "envs": [env.get_state() for env in self.train_envs],
+            "obs": self.obs,
+            "alive": self.alive,
+            "rng": self.get_rng_state(),
+        }
+        return pickle.dumps(state)
+
+    def set_state(self, blob: bytes) -> None:
+        state = pickle.loads(blob)  # noqa: S301 - our own checkpoint file
+        for env, s in zip(self.train_envs, state["envs"], strict=True):
+            env.set_state(s)
+        self.obs = state["obs"]
+        self.alive = state["alive"]
+        self.set_rng_state(state["rng"])
+
+    def close(self) -> None:
+        for env in self.train_envs + (self.eval_envs or []):
+            env.close()
+
+
+def merge_stats(stats: list[dict[str, Any]]) -> dict[str, float]:
+    """Means over all env workers' finished episodes: {"success_once": .., "<task>/success_once": ..}."""
+    merged: dict[str, list[float]] = defaultdict(list)
+    reward_sum = sum(s["reward_sum"] for s in stats)
+    reward_count = sum(s["reward_count"] for s in stats)
+    for s in stats:
+        for k, v in s["episodes"].items():
+            merged[k].extend(v)
+    out = {k: float(np.mean(v)) for k, v in merged.items() if v}
+    out["num_episodes"] = float(len(merged.get("return", [])))
+    if reward_count:
+        out["reward"] = reward_sum / reward_count
+    return out
