@@ -161,6 +161,7 @@ class EmbodiedRunner:
 
     def step(self) -> dict[str, float]:
         """One training step; returns its metrics (tags as in ARCHITECTURE.md)."""
+        wall0 = time.time()
         t0 = time.perf_counter()
         self.sync_weights()
         t1 = time.perf_counter()
@@ -183,11 +184,22 @@ class EmbodiedRunner:
                 "time/cal_adv_and_returns": t_adv,
                 "time/actor_training": t3 - t2 - t_adv,
                 "time/step": time.perf_counter() - t0,
-                "time/env_busy": max(s["busy_s"] for s in env_stats),
-                "time/rollout_busy": max(s["busy_s"] for s in rollout_stats),
             }
         )
+        metrics.update(self.compute_shares(wall0, time.time()))
         return metrics
+
+    def compute_shares(self, start: float, end: float) -> dict[str, float]:
+        """Share of [start, end] covered by env, model (rollout + actor) and any compute; the rest is
+        transfers, weight sync and waiting."""
+        busy = {g.component: [iv for ivs in g.get("pop_busy") for iv in ivs] for g in (self.env, self.rollout, self.actor)}
+        span = max(end - start, 1e-9)
+        every = busy["env"] + busy["rollout"] + busy["actor"]
+        return {
+            "time/env_compute_share": interval_union(busy["env"], start, end) / span,
+            "time/model_compute_share": interval_union(busy["rollout"] + busy["actor"], start, end) / span,
+            "time/outside_compute_share": 1.0 - interval_union(every, start, end) / span,
+        }
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, float]:
@@ -314,6 +326,23 @@ class EmbodiedRunner:
                 lines.append(f"  {key}: before {before:.3f} -> after {after:.3f}")
         lines.append("=" * 72)
         return "\n".join(lines)
+
+
+def interval_union(intervals: list[tuple[float, float]], start: float, end: float) -> float:
+    """Total length of the union of intervals, clipped to [start, end]."""
+    total, cur_a, cur_b = 0.0, None, None
+    for a, b in sorted((max(a, start), min(b, end)) for a, b in intervals):
+        if b <= a:
+            continue
+        if cur_b is None or a > cur_b:
+            if cur_b is not None:
+                total += cur_b - cur_a
+            cur_a, cur_b = a, b
+        else:
+            cur_b = max(cur_b, b)
+    if cur_b is not None:
+        total += cur_b - cur_a
+    return total
 
 
 def _postfix(metrics: dict[str, float]) -> dict[str, str]:

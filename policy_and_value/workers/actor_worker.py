@@ -106,6 +106,10 @@ class ActorWorker(Worker):
     # ------------------------------------------------------------------ training
     def train(self, *shards: dict[str, Any]) -> dict[str, float]:
         """Advantages, then ``update_epoch`` passes of minibatch updates; returns averaged metrics."""
+        with self.busy():
+            return self._train(*shards)
+
+    def _train(self, *shards: dict[str, Any]) -> dict[str, float]:
         t0 = time.perf_counter()
         cfg, algo = self.cfg, self.cfg.algorithm
         traj = cat_shards(list(shards))
@@ -197,7 +201,7 @@ class ActorWorker(Worker):
                 if algo.entropy_bonus > 0:
                     loss = loss - algo.entropy_bonus * ent
                 metrics = {f"train/actor/{k}": float(v) for k, v in pg_metrics.items()}
-                metrics["train/actor/entropy"] = float(ent)
+                metrics["train/actor/entropy"] = float(ent.detach())
                 if value is not None and algo.adv_type == "gae":
                     v_loss, v_metrics = value_loss(
                         value, mb["values"], mb["returns"], mask, algo.value_clip, algo.huber_delta

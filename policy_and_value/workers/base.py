@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -48,6 +51,21 @@ class Worker:
         os.environ.setdefault("MUJOCO_GL", "egl")
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         seed_everything(seed + COMPONENT_SEED_OFFSET.get(self.component, 0) + rank)
+        self._busy: list[tuple[float, float]] = []
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        """Record a wall-clock interval of model or env compute (for the overhead metrics)."""
+        t0 = time.time()
+        try:
+            yield
+        finally:
+            self._busy.append((t0, time.time()))
+
+    def pop_busy(self) -> list[tuple[float, float]]:
+        """Compute intervals since the last call."""
+        out, self._busy = self._busy, []
+        return out
 
     def ping(self) -> int:
         """Round-trip check used at start-up."""

@@ -80,7 +80,6 @@ class EnvWorker(Worker):
         self.obs: list[dict | None] = [None] * self.stage_num
         self.alive: list[torch.Tensor | None] = [None] * self.stage_num
         self.stats = EpisodeStats()
-        self.busy_s = 0.0
 
     # ------------------------------------------------------------------ queries
     def spec(self) -> EnvSpec:
@@ -128,21 +127,15 @@ class EnvWorker(Worker):
         }
 
     def _timed(self, fn, *args):
-        import time
-
-        t0 = time.perf_counter()
-        out = fn(*args)
-        self.busy_s += time.perf_counter() - t0
-        return out
+        with self.busy():
+            return fn(*args)
 
     def pop_stats(self) -> dict[str, Any]:
-        """Episode statistics since the last call, plus the time spent inside env code."""
-        out = self.stats.pop()
-        out["busy_s"], self.busy_s = self.busy_s, 0.0
-        return out
+        """Episode statistics since the last call."""
+        return self.stats.pop()
 
     # ------------------------------------------------------------------ evaluation
-    def eval_reset(self) -> list[EnvOutput]:
+    def eval_reset(self) -> list[EnvOutput] | EnvOutput:
         """Reset the eval envs (created on first use) for one round of episodes."""
         ecfg: EnvConfig = self.cfg.env.eval
         if self.eval_envs is None:
@@ -168,7 +161,7 @@ class EnvWorker(Worker):
             self.eval_obs.append(obs)
             self.eval_alive.append(alive)
             outs.append(self._output(obs, alive))
-        return outs
+        return outs if len(outs) > 1 else outs[0]
 
     def eval_step(self, stage: int, actions: torch.Tensor) -> EnvOutput:
         """Step an eval stage; each env plays exactly one episode per round."""

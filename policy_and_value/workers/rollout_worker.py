@@ -6,7 +6,6 @@ buffer per stream. Weights arrive from the actor with ``rollout_ema_decay``.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import torch
@@ -54,7 +53,6 @@ class RolloutWorker(Worker):
         self.synced = False
         self.buffers: dict[str, StreamBuffer] = {}
         self.shards: dict[str, dict[str, Any]] = {}
-        self.busy_s = 0.0
 
     # ------------------------------------------------------------------ weights
     @torch.no_grad()
@@ -90,7 +88,10 @@ class RolloutWorker(Worker):
     @torch.no_grad()
     def predict(self, key: str, env_out: EnvOutput, mode: str = "train") -> torch.Tensor:
         """Actions for one stream; in train mode also records the step."""
-        t0 = time.perf_counter()
+        with self.busy():
+            return self._predict(key, env_out, mode)
+
+    def _predict(self, key: str, env_out: EnvOutput, mode: str) -> torch.Tensor:
         obs = _to(env_out["obs"], self.device)
         out = self.policy.predict(obs, mode=mode)
         if mode == "train":
@@ -104,13 +105,15 @@ class RolloutWorker(Worker):
                 buf.values.append(out.value.cpu())
             buf.replay.append({k: v.cpu() for k, v in out.replay.items()})
             buf.loss_mask.append(env_out["alive"].float())
-        self.busy_s += time.perf_counter() - t0
         return out.actions.cpu()
 
     @torch.no_grad()
     def finish(self, key: str, env_out: EnvOutput) -> None:
         """Record the last step's outcome and the bootstrap value; the stream becomes a shard."""
-        t0 = time.perf_counter()
+        with self.busy():
+            self._finish(key, env_out)
+
+    def _finish(self, key: str, env_out: EnvOutput) -> None:
         buf = self.buffers.pop(key)
         self._record_outcome(buf, env_out)
         shard: dict[str, Any] = {
@@ -127,7 +130,6 @@ class RolloutWorker(Worker):
             last = self.policy.predict(_to(env_out["obs"], self.device), mode="eval").value.cpu()
             shard["values"] = torch.stack(buf.values + [last])
         self.shards[key] = shard
-        self.busy_s += time.perf_counter() - t0
 
     def _record_outcome(self, buf: StreamBuffer, env_out: EnvOutput) -> None:
         rewards = env_out["rewards"].float()  # [B, C]
@@ -152,14 +154,13 @@ class RolloutWorker(Worker):
         return shard_columns(self.shards[key], start, end)
 
     def clear(self) -> dict[str, float]:
-        """Drop finished shards; returns reward statistics and the time spent in the policy."""
+        """Drop finished shards; returns reward statistics."""
         rewards = [s["rewards"] for s in self.shards.values()]
-        stats = {"busy_s": self.busy_s}
+        stats: dict[str, float] = {}
         if rewards:
             r = torch.cat([x.reshape(-1) for x in rewards])
             stats["rewards"] = float(r.mean())
         self.shards = {}
-        self.busy_s = 0.0
         return stats
 
 

@@ -1,0 +1,27 @@
+"""RL algorithms: advantage estimators, PPO losses, LR schedules and the optimiser."""
+
+from policy_and_value.algorithms.advantages import compute_gae, compute_grpo, normalize_advantages
+from policy_and_value.algorithms.losses import (
+    broadcast_to_logprob,
+    explained_variance,
+    masked_mean,
+    ppo_policy_loss,
+    value_loss,
+)
+from policy_and_value.algorithms.lr_schedule import build_optimizer, build_scheduler, warmup_cosine_lambda
+from policy_and_value.algorithms.registry import get_advantage_fn
+
+__all__ = [
+    "broadcast_to_logprob",
+    "build_optimizer",
+    "build_scheduler",
+    "compute_gae",
+    "compute_grpo",
+    "explained_variance",
+    "get_advantage_fn",
+    "masked_mean",
+    "normalize_advantages",
+    "ppo_policy_loss",
+    "value_loss",
+    "warmup_cosine_lambda",
+]

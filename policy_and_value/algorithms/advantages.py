@@ -1,0 +1,77 @@
+"""Advantage estimators over time-major trajectories.
+
+Shapes: ``rewards`` [T, B] (chunk-level) or [T, B, C] (action-level: the C actions of a chunk are C
+consecutive time steps), ``values`` [T+1, B] or [T+1, B, C] (the last row bootstraps), ``dones`` and
+``loss_mask`` [T, B]. A done ends the episode after the chunk's last action.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+
+def compute_gae(
+    rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, gamma: float, gae_lambda: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation; returns (advantages, returns) shaped like ``rewards``."""
+    action_level = rewards.dim() == 3
+    if action_level:
+        T, B, C = rewards.shape
+        # Flatten chunks into time: step t*C + c. Only the last sub-step of a chunk can end an episode.
+        flat_r = rewards.permute(0, 2, 1).reshape(T * C, B)
+        boot = values[-1, :, 0]
+        flat_v = torch.cat([values[:-1].permute(0, 2, 1).reshape(T * C, B), boot.unsqueeze(0)])
+        flat_d = torch.zeros(T, C, B, dtype=rewards.dtype, device=rewards.device)
+        flat_d[:, -1] = dones.to(rewards.dtype)
+        adv, ret = compute_gae(flat_r, flat_v, flat_d.reshape(T * C, B), gamma, gae_lambda)
+        return adv.reshape(T, C, B).permute(0, 2, 1), ret.reshape(T, C, B).permute(0, 2, 1)
+    T = rewards.shape[0]
+    not_done = 1.0 - dones.to(rewards.dtype)
+    advantages = torch.zeros_like(rewards)
+    last = torch.zeros_like(rewards[0])
+    for t in reversed(range(T)):
+        delta = rewards[t] + gamma * values[t + 1] * not_done[t] - values[t]
+        last = delta + gamma * gae_lambda * not_done[t] * last
+        advantages[t] = last
+    return advantages, advantages + values[:-1]
+
+
+def compute_grpo(rewards: torch.Tensor, loss_mask: torch.Tensor, group_size: int, eps: float = 1e-6) -> torch.Tensor:
+    """Group-relative advantages: each env's episode return normalised within its group of envs.
+
+    Consecutive ``group_size`` envs share a reset state; the advantage is broadcast to the env's
+    valid steps (``loss_mask``) and 0 elsewhere.
+    """
+    if rewards.dim() == 3:
+        rewards = rewards.sum(-1)
+    mask = loss_mask.to(rewards.dtype)
+    returns = (rewards * mask).sum(0)  # [B]
+    B = returns.shape[0]
+    if B % group_size:
+        raise ValueError(f"algorithm.group_size={group_size}: must divide the {B} envs of the batch")
+    grouped = returns.view(B // group_size, group_size)
+    normed = (grouped - grouped.mean(1, keepdim=True)) / (grouped.std(1, unbiased=False, keepdim=True) + eps)
+    return normed.reshape(B).unsqueeze(0) * mask
+
+
+def _expand_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    m = mask.to(like.dtype)
+    while m.dim() < like.dim():
+        m = m.unsqueeze(-1)
+    return m.expand_as(like)
+
+
+def normalize_advantages(
+    adv: torch.Tensor, mask: torch.Tensor, group: dist.ProcessGroup | None = None, eps: float = 1e-8
+) -> torch.Tensor:
+    """Masked whitening with mean/std over the whole batch of every rank in ``group``."""
+    m = _expand_mask(mask, adv)
+    stats = torch.stack([(adv * m).sum(), (adv * adv * m).sum(), m.sum()]).double()
+    if group is not None and dist.is_initialized() and dist.get_world_size(group) > 1:
+        dist.all_reduce(stats, group=group)
+    total, sq, count = stats.tolist()
+    count = max(count, 1.0)
+    mean = total / count
+    var = max(sq / count - mean * mean, 0.0)
+    return (adv - mean) / (var**0.5 + eps) * m

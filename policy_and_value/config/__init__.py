@@ -1,0 +1,7 @@
+"""Job configs: the typed schema, validation with one-line errors, and Hydra composition."""
+
+from policy_and_value.config.load import available_configs, compose_config, load_config
+from policy_and_value.config.schema import JobConfig
+from policy_and_value.config.validate import ConfigError, validate_config
+
+__all__ = ["ConfigError", "JobConfig", "available_configs", "compose_config", "load_config", "validate_config"]

@@ -1,0 +1,47 @@
+"""Compose a job config with Hydra (no working-directory change, no output folders) and validate it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from policy_and_value.config.schema import JobConfig
+from policy_and_value.config.validate import ConfigError, validate_config
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+
+
+def available_configs(config_dir: str | Path | None = None) -> dict[str, str]:
+    """Top-level job configs -> the first comment line of each file (its description)."""
+    root = Path(config_dir or CONFIG_DIR)
+    out = {}
+    for path in sorted(root.glob("*.yaml")):
+        first = next((ln for ln in path.read_text().splitlines() if ln.startswith("#")), "# ")
+        out[path.stem] = first.lstrip("# ").strip()
+    return out
+
+
+def compose_config(config_name: str, overrides: list[str], config_dir: str | Path | None = None) -> dict:
+    """Hydra compose + interpolation -> a plain dict (not yet validated)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    root = Path(config_dir or CONFIG_DIR)
+    if config_name not in available_configs(root):
+        raise ConfigError(
+            f"config error: CONFIG={config_name!r}: no such config; allowed: {', '.join(available_configs(root))}"
+        )
+    try:
+        with initialize_config_dir(config_dir=str(root), version_base=None):
+            cfg = compose(config_name=config_name, overrides=list(overrides))
+        return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+    except (HydraException, OmegaConfBaseException) as err:
+        line = " ".join(str(err).split())
+        raise ConfigError(f"config error: overrides {list(overrides)}: {line}") from None
+
+
+def load_config(config_name: str, overrides: list[str] | None = None, config_dir: str | None = None) -> JobConfig:
+    """Compose ``configs/<name>.yaml`` with ``key=value`` overrides and validate the result."""
+    return validate_config(compose_config(config_name, overrides or [], config_dir))

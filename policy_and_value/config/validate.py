@@ -1,0 +1,207 @@
+"""Validate a composed config: schema (types, ranges, unknown keys) then cross-field checks.
+
+Every failure is one line ``config error: <key>=<value>: <what is allowed>`` raised as ``ConfigError``
+before anything heavy (Ray, models, simulators) starts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import os
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from policy_and_value.config.schema import EnvConfig, JobConfig
+from policy_and_value.runtime.placement import PlacementError, parse_placement
+
+
+class ConfigError(ValueError):
+    """An invalid job config; the message is one line naming the key, the value and what is allowed."""
+
+
+def _lookup(data: Any, loc: tuple) -> Any:
+    for part in loc:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _model_at(loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model that owns the field at ``loc`` (for unknown-key suggestions)."""
+    model: Any = JobConfig
+    for part in loc:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
+            return None
+        ann = model.model_fields[part].annotation
+        args = getattr(ann, "__args__", ())
+        candidates = [a for a in (ann, *args) if isinstance(a, type) and issubclass(a, BaseModel)]
+        model = candidates[0] if candidates else ann
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _format_pydantic(err: ValidationError, data: dict) -> str:
+    e = err.errors()[0]
+    loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and ("[" in p or p in ("function-after",))))
+    key = ".".join(str(p) for p in loc)
+    value = e.get("input", _lookup(data, loc))
+    if e["type"] == "extra_forbidden":
+        parent = _model_at(loc[:-1])
+        allowed = sorted(parent.model_fields) if parent else []
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"did you mean {'.'.join([*map(str, loc[:-1]), close[0]])!r}? " if close else ""
+        return f"config error: {key}: unknown key; {hint}allowed keys here: {', '.join(allowed)}"
+    msg = e["msg"]
+    if e["type"] == "literal_error":
+        msg = "allowed values: " + msg.split("Input should be ", 1)[-1].replace("'", "")
+    return f"config error: {key}={value!r}: {msg[0].lower() + msg[1:]}"
+
+
+def _fail(key: str, value: Any, allowed: str) -> ConfigError:
+    return ConfigError(f"config error: {key}={value!r}: {allowed}")
+
+
+def validate_config(data: dict[str, Any], num_devices: int | None = None) -> JobConfig:
+    """Schema + cross checks; ``num_devices`` per node defaults to the GPU count, else CPU slots."""
+    try:
+        cfg = JobConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_pydantic(err, data)) from None
+    if num_devices is None:
+        num_devices = _visible_gpus() or cfg.cluster.num_devices_per_node
+    try:
+        placement = parse_placement(cfg.cluster.component_placement, cfg.cluster.num_nodes, num_devices)
+    except PlacementError as err:
+        raise ConfigError(str(err)) from None
+    ranks = {c: placement.world_size(c) for c in ("env", "rollout", "actor")}
+    _check_envs(cfg, ranks)
+    _check_batches(cfg, ranks)
+    _check_algorithm(cfg)
+    _check_paths(cfg)
+    _check_backends(cfg)
+    return cfg
+
+
+def _visible_gpus() -> int:
+    if importlib.util.find_spec("torch") is None:
+        return 0
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) -> None:
+    if env.env_type == "gym" and len(env.tasks) != 1:
+        raise _fail(f"{prefix}.tasks", env.tasks, "env_type gym takes exactly one gymnasium id")
+    if env.env_type == "metaworld":
+        from policy_and_value.envs.metaworld_tasks import MT50_TASKS
+
+        for t in env.tasks:
+            if t not in MT50_TASKS:
+                close = difflib.get_close_matches(t, MT50_TASKS, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise _fail(f"{prefix}.tasks", t, f"unknown Meta-World task; {hint}allowed: MT50 names like reach-v3")
+        for cam in env.cameras:
+            if cam not in ("corner", "corner2", "corner3", "corner4", "topview", "behindGripper", "gripperPOV"):
+                raise _fail(f"{prefix}.cameras", cam, "allowed: corner, corner2, corner3, corner4, topview, behindGripper, gripperPOV")
+    if env.num_envs % ranks["env"]:
+        raise _fail(f"{prefix}.num_envs", env.num_envs, f"must be divisible by the {ranks['env']} env ranks")
+    per_rank = env.num_envs // ranks["env"]
+    if per_rank % stages:
+        raise _fail(
+            f"{prefix}.num_envs", env.num_envs,
+            f"{per_rank} envs per env rank must be divisible by rollout.pipeline_stage_num={stages}",
+        )  # fmt: skip
+    if (per_rank // stages) % env.group_size:
+        raise _fail(
+            f"{prefix}.group_size", env.group_size,
+            f"must divide the {per_rank // stages} envs of each pipeline stage",
+        )  # fmt: skip
+
+
+def _check_envs(cfg: JobConfig, ranks: dict[str, int]) -> None:
+    stages = cfg.rollout.pipeline_stage_num
+    _check_env(cfg.env.train, "env.train", ranks, stages)
+    if cfg.env.eval is not None:
+        _check_env(cfg.env.eval, "env.eval", ranks, stages)
+        if cfg.env.eval.num_action_chunks != cfg.env.train.num_action_chunks:
+            raise _fail(
+                "env.eval.num_action_chunks", cfg.env.eval.num_action_chunks,
+                f"must equal env.train.num_action_chunks={cfg.env.train.num_action_chunks} (one policy serves both)",
+            )  # fmt: skip
+    if (ranks["env"] * stages) % ranks["rollout"]:
+        raise _fail(
+            "rollout.pipeline_stage_num", stages,
+            f"env ranks x stages ({ranks['env']} x {stages}) must be a multiple of the {ranks['rollout']} rollout ranks",
+        )  # fmt: skip
+    if cfg.runner.val_check_interval > 0 and cfg.env.eval is None:
+        raise _fail("runner.val_check_interval", cfg.runner.val_check_interval, "evaluation needs env.eval to be set")
+    if cfg.model.num_action_chunks is not None and cfg.model.num_action_chunks != cfg.env.train.num_action_chunks:
+        raise _fail(
+            "model.num_action_chunks", cfg.model.num_action_chunks,
+            f"must equal env.train.num_action_chunks={cfg.env.train.num_action_chunks}",
+        )  # fmt: skip
+
+
+def _check_batches(cfg: JobConfig, ranks: dict[str, int]) -> None:
+    actor, algo = cfg.actor, cfg.algorithm
+    if actor.global_batch_size % (actor.micro_batch_size * ranks["actor"]):
+        raise _fail(
+            "actor.global_batch_size", actor.global_batch_size,
+            f"must be a multiple of actor.micro_batch_size x actor ranks = {actor.micro_batch_size} x {ranks['actor']}",
+        )  # fmt: skip
+    samples = cfg.env.train.num_envs * algo.n_chunk_steps * algo.rollout_epoch
+    if samples % actor.global_batch_size:
+        raise _fail(
+            "actor.global_batch_size", actor.global_batch_size,
+            f"must divide the {samples} samples per step (env.train.num_envs x algorithm.n_chunk_steps x "
+            "algorithm.rollout_epoch)",
+        )  # fmt: skip
+    columns = cfg.env.train.num_envs * algo.rollout_epoch
+    if columns % ranks["actor"]:
+        raise _fail(
+            "env.train.num_envs", cfg.env.train.num_envs,
+            f"num_envs x rollout_epoch = {columns} must be divisible by the {ranks['actor']} actor ranks",
+        )  # fmt: skip
+
+
+def _check_algorithm(cfg: JobConfig) -> None:
+    algo, env = cfg.algorithm, cfg.env.train
+    if algo.logprob_type == "chunk_level" and algo.reward_type != "chunk_level":
+        raise _fail("algorithm.logprob_type", algo.logprob_type, "chunk_level requires algorithm.reward_type=chunk_level")
+    if algo.adv_type == "grpo":
+        if algo.group_size < 2:
+            raise _fail("algorithm.group_size", algo.group_size, "grpo needs group_size >= 2")
+        if env.group_size != algo.group_size:
+            raise _fail("env.train.group_size", env.group_size, f"must equal algorithm.group_size={algo.group_size} for grpo")
+        if not env.use_fixed_reset_state_ids:
+            raise _fail("env.train.use_fixed_reset_state_ids", False, "grpo needs true (a group shares one reset state)")
+        if env.auto_reset:
+            raise _fail("env.train.auto_reset", True, "grpo scores whole episodes: set false")
+    elif not cfg.model.add_value_head:
+        raise _fail("model.add_value_head", False, "adv_type gae needs a value head")
+
+
+def _check_paths(cfg: JobConfig) -> None:
+    resume = cfg.runner.resume_dir
+    if resume is not None:
+        if not os.path.isdir(resume):
+            raise _fail("runner.resume_dir", resume, "no such directory (expected .../checkpoints/global_step_N)")
+        for needed in ("runner_state.pt", os.path.join("actor", ".metadata"), os.path.join("rollout", "model.safetensors")):
+            if not os.path.exists(os.path.join(resume, needed)):
+                raise _fail("runner.resume_dir", resume, f"not a complete checkpoint: {needed} is missing")
+    if cfg.rollout.model_dir is not None and not os.path.exists(cfg.rollout.model_dir):
+        raise _fail("rollout.model_dir", cfg.rollout.model_dir, "no such file or directory")
+
+
+def _check_backends(cfg: JobConfig) -> None:
+    for backend in cfg.runner.logger.logger_backends:
+        if backend != "tensorboard" and importlib.util.find_spec(backend) is None:
+            raise _fail(
+                "runner.logger.logger_backends", backend, f"{backend} is not installed (.venv/bin/pip install {backend})"
+            )

@@ -1,0 +1,40 @@
+"""Command-line entry: ``python -m policy_and_value.train CONFIG [key=value ...]`` (see scripts/run_embodiment.sh).
+
+The config is composed and validated before Ray or any model is imported, so a bad key fails in a
+second with one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = "usage: bash scripts/run_embodiment.sh CONFIG [key=value ...]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from policy_and_value.config import ConfigError, available_configs, load_config
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        print("\nconfigs (configs/*.yaml):")
+        for name, desc in available_configs().items():
+            print(f"  {name:28s} {desc}")
+        print("\noverrides use Hydra syntax: key=value, +new_key=value, ~key; e.g. runner.max_steps=5")
+        return 0 if args else 2
+    try:
+        cfg = load_config(args[0], args[1:])
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 2
+    from policy_and_value.runner import run_job
+
+    try:
+        run_job(cfg)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Pieces of the runner that need no Ray: interval union, shard assignment, atomic checkpoint commit."""
+
+import os
+
+import pytest
+import torch
+
+from policy_and_value.runner import checkpoint as ckpt
+from policy_and_value.runner.runner import EmbodiedRunner, Stream, interval_union
+
+
+def test_interval_union_merges_overlaps_and_clips():
+    assert interval_union([], 0, 10) == 0
+    assert interval_union([(1, 3), (2, 4), (6, 7)], 0, 10) == pytest.approx(4.0)
+    assert interval_union([(-5, 2), (9, 20)], 0, 10) == pytest.approx(3.0)
+    assert interval_union([(3, 3), (5, 4)], 0, 10) == 0
+
+
+class _Group:
+    def __init__(self, n: int):
+        self.world_size = n
+
+
+@pytest.mark.parametrize("actor_ranks", [1, 2, 3, 6])
+def test_shard_assignment_gives_every_rank_equal_columns(actor_ranks):
+    runner = EmbodiedRunner.__new__(EmbodiedRunner)
+    runner.actor = _Group(actor_ranks)
+    keys = [(f"k{i}", Stream(i // 2, i % 2, i % 3, 3)) for i in range(4)]  # 12 columns over 4 streams
+    plan = runner.shard_assignment(keys)
+    assert len(plan) == actor_ranks
+    per_rank = [sum(b - a for _, _, a, b in parts) for parts in plan]
+    assert per_rank == [12 // actor_ranks] * actor_ranks
+    covered = sorted((key, c) for parts in plan for key, _, a, b in parts for c in range(a, b))
+    assert covered == sorted((f"k{i}", c) for i in range(4) for c in range(3))
+
+
+def test_checkpoint_commit_is_atomic_and_updates_latest(tmp_path):
+    final = ckpt.step_dir(str(tmp_path), 3)
+    os.makedirs(os.path.dirname(final))
+    tmp = ckpt.temp_dir_for(final)
+    ckpt.save_runner_state(tmp, 3, {"rng": [1, 2, 3]})
+    assert not os.path.exists(final)  # nothing under the final name until commit
+    ckpt.commit(tmp, final)
+    assert not os.path.exists(tmp)
+    step, state = ckpt.load_runner_state(final)
+    assert step == 3 and state == {"rng": [1, 2, 3]}
+    assert open(os.path.join(os.path.dirname(final), "latest")).read().strip() == "global_step_3"
+    # weights_only loading works on the file as written
+    assert torch.load(os.path.join(final, ckpt.RUNNER_STATE), weights_only=True)["global_step"] == 3

@@ -1,0 +1,1 @@
+"""Export checkpoints for deployment (DCP directory -> plain ``.pt`` state dict)."""
