@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -23,7 +24,12 @@ def available_configs(config_dir: str | Path | None = None) -> dict[str, str]:
 
 
 def compose_config(config_name: str, overrides: list[str], config_dir: str | Path | None = None) -> dict:
-    """Hydra compose + interpolation -> a plain dict (not yet validated)."""
+    """Hydra compose + interpolation -> a plain dict (not yet validated).
+
+    A ``key=value`` override of a key that no YAML file sets (the schema still has it, with its
+    default) is retried as ``+key=value``, so users need not know which keys a file spells out;
+    the schema then accepts it or rejects it with a did-you-mean line.
+    """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -33,13 +39,20 @@ def compose_config(config_name: str, overrides: list[str], config_dir: str | Pat
         raise ConfigError(
             f"config error: CONFIG={config_name!r}: no such config; allowed: {', '.join(available_configs(root))}"
         )
-    try:
-        with initialize_config_dir(config_dir=str(root), version_base=None):
-            cfg = compose(config_name=config_name, overrides=list(overrides))
-        return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
-    except (HydraException, OmegaConfBaseException) as err:
-        line = " ".join(str(err).split())
-        raise ConfigError(f"config error: overrides {list(overrides)}: {line}") from None
+    overrides = list(overrides)
+    for _ in range(len(overrides) + 1):
+        try:
+            with initialize_config_dir(config_dir=str(root), version_base=None):
+                cfg = compose(config_name=config_name, overrides=overrides)
+            return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+        except (HydraException, OmegaConfBaseException) as err:
+            line = " ".join(str(err).split())
+            match = re.search(r"Could not override '([^']+)'", line)
+            retry = [i for i, o in enumerate(overrides) if match and o.startswith(match.group(1) + "=")]
+            if not retry:
+                raise ConfigError(f"config error: overrides {overrides}: {line}") from None
+            overrides[retry[0]] = "+" + overrides[retry[0]]
+    raise ConfigError(f"config error: overrides {overrides}: could not be applied")
 
 
 def load_config(config_name: str, overrides: list[str] | None = None, config_dir: str | None = None) -> JobConfig:

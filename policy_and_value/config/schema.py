@@ -95,6 +95,7 @@ class EnvConfig(Strict):
     cameras: list[str] = Field(default_factory=lambda: ["corner"], min_length=1)
     image_size: int = Field(64, ge=8, le=1024)
     use_images: bool = True
+    state_type: Literal["full", "proprio"] = "full"  # metaworld: 39-dim obs or hand xyz + gripper
     reward_scale: float = 1.0
     video_cfg: VideoConfig = Field(default_factory=VideoConfig)
 

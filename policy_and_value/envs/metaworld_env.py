@@ -1,0 +1,230 @@
+"""Meta-World (MuJoCo) tasks as a batched, image-observing env with action chunks.
+
+Each env is a Meta-World task env whose goal/object layout is one of the task's 50 "train tasks"
+(the reset state id). Frames come from a ``mujoco.Renderer`` per env with fast settings (no
+multisampling, shadows or reflections) and are rendered only when an observation is returned (end of
+a chunk), except for envs being recorded to video.
+
+``state`` is Meta-World's 39-dim observation (hand xyz, gripper opening, object poses, the previous
+frame's values, goal) with ``state_type: full``, or the 4-dim proprioception (hand xyz, gripper)
+with ``state_type: proprio``. ``terminated`` is success unless ``ignore_terminations``; ``truncated``
+is reaching ``max_episode_steps``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import metaworld  # noqa: E402
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from policy_and_value.config.schema import EnvConfig  # noqa: E402
+from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation  # noqa: E402
+from policy_and_value.envs.metaworld_tasks import MT50_TASKS, PROMPTS  # noqa: E402
+
+NUM_RESET_STATES = 50
+_SNAPSHOT_SKIP = {"model", "data", "mujoco_renderer", "observation_space", "action_space", "sawyer_observation_space"}
+
+
+def _make_task_env(task: str, benchmark_seed: int) -> tuple[Any, list]:
+    """One Meta-World env of ``task`` plus its list of train-task layouts."""
+    mt1 = metaworld.MT1(task, seed=benchmark_seed)
+    env = mt1.train_classes[task]()
+    return env, list(mt1.train_tasks)
+
+
+class MetaWorldEnv(BatchedEnv):
+    """``num_envs`` Meta-World envs over ``cfg.tasks`` (round-robin by global env index)."""
+
+    def __init__(self, cfg: EnvConfig, num_envs: int, seed: int, rank: int = 0, video_dir: str | None = None):
+        for t in cfg.tasks:
+            if t not in MT50_TASKS:
+                raise ValueError(f"env.tasks: {t!r} is not a Meta-World MT50 task")
+        self.cfg = cfg
+        self.num_envs = num_envs
+        self.chunk = cfg.num_action_chunks
+        self.tasks = list(cfg.tasks)
+        self.action_dim = 4
+        self.rng = np.random.default_rng(seed)
+        self.task_ids = np.array([(rank * num_envs + i) % len(self.tasks) for i in range(num_envs)])
+        self.envs, self.layouts = [], []
+        for i in range(num_envs):
+            env, layouts = _make_task_env(self.tasks[self.task_ids[i]], benchmark_seed=0)
+            env.max_path_length = max(env.max_path_length, cfg.max_episode_steps + self.chunk)
+            self.envs.append(env)
+            self.layouts.append(layouts)
+        self.prompts = [PROMPTS[self.tasks[t]] for t in self.task_ids]
+        self.renderers: list[mujoco.Renderer] = []
+        if cfg.use_images:
+            for env in self.envs:
+                env.model.vis.quality.offsamples = 0
+                r = mujoco.Renderer(env.model, cfg.image_size, cfg.image_size)
+                r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+                r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+                self.renderers.append(r)
+        state_dim = 39 if cfg.state_type == "full" else 4
+        image_shape = (len(cfg.cameras), cfg.image_size, cfg.image_size) if cfg.use_images else None
+        self.spec = EnvSpec(4, self.chunk, state_dim, image_shape, tuple(self.tasks), None, (-1.0,) * 4, (1.0,) * 4)
+        self._state = np.zeros((num_envs, 39))
+        self._steps = np.zeros(num_envs, dtype=np.int64)
+        self._return = np.zeros(num_envs)
+        self._success = np.zeros(num_envs, dtype=bool)
+        self._dead = np.zeros(num_envs, dtype=bool)
+        self._layout_ids = np.zeros(num_envs, dtype=np.int64)
+        self._started = False
+        self.video = None
+        if video_dir is not None and cfg.video_cfg.save_video and cfg.use_images:
+            from policy_and_value.envs.video import EpisodeVideoWriter
+
+            self.video = EpisodeVideoWriter(
+                video_dir, cfg.video_cfg, min(num_envs, cfg.video_cfg.max_envs), rank, cfg.max_episode_steps
+            )
+
+    # ------------------------------------------------------------------ observation
+    def _render(self, ids: np.ndarray) -> np.ndarray:
+        """uint8 [len(ids), V, H, W, 3] for the given envs."""
+        out = np.empty((len(ids), len(self.cfg.cameras), self.cfg.image_size, self.cfg.image_size, 3), dtype=np.uint8)
+        for j, i in enumerate(ids):
+            r = self.renderers[i]
+            for v, cam in enumerate(self.cfg.cameras):
+                r.update_scene(self.envs[i].data, camera=cam)
+                out[j, v] = r.render()
+        return out
+
+    def _obs(self) -> Observation:
+        state = self._state if self.cfg.state_type == "full" else self._state[:, :4]
+        obs: Observation = {
+            "state": torch.as_tensor(state, dtype=torch.float32),
+            "prompt": list(self.prompts),
+            "task_id": torch.as_tensor(self.task_ids, dtype=torch.int64),
+        }
+        if self.cfg.use_images:
+            obs["images"] = torch.from_numpy(self._render(np.arange(self.num_envs)))
+        return obs
+
+    # ------------------------------------------------------------------ reset
+    def _layouts_for(self, ids: np.ndarray, reset_state_ids: torch.Tensor | None) -> np.ndarray:
+        if reset_state_ids is not None:
+            return np.asarray(reset_state_ids, dtype=np.int64) % NUM_RESET_STATES
+        if self.cfg.use_fixed_reset_state_ids:
+            g = self.cfg.group_size
+            group_draw = self.rng.integers(0, NUM_RESET_STATES, size=(self.num_envs + g - 1) // g)
+            return np.repeat(group_draw, g)[ids]
+        return self.rng.integers(0, NUM_RESET_STATES, size=len(ids))
+
+    def _reset_ids(self, ids: np.ndarray, reset_state_ids: torch.Tensor | None = None) -> None:
+        layouts = self._layouts_for(ids, reset_state_ids)
+        for i, layout in zip(ids, layouts, strict=True):
+            env = self.envs[i]
+            env.set_task(self.layouts[i][int(layout)])
+            obs, _ = env.reset()
+            self._state[i] = obs
+            self._layout_ids[i] = layout
+        self._steps[ids] = 0
+        self._return[ids] = 0
+        self._success[ids] = False
+        self._dead[ids] = False
+
+    def reset(self, env_ids: torch.Tensor | None = None, reset_state_ids: torch.Tensor | None = None):
+        """Reset the given envs (all by default) to given or drawn layouts; returns the batch obs."""
+        ids = np.arange(self.num_envs) if env_ids is None else np.asarray(env_ids, dtype=np.int64)
+        self._reset_ids(ids, reset_state_ids)
+        self._started = True
+        obs = self._obs()
+        if self.video is not None:
+            self.video.start(ids, obs["images"])
+        return obs, {"reset_state_ids": torch.as_tensor(self._layout_ids)}
+
+    # ------------------------------------------------------------------ step
+    def chunk_step(self, actions: torch.Tensor):
+        """Execute a chunk of actions per env; see ``BatchedEnv.chunk_step`` for the semantics."""
+        if not self._started:
+            self.reset()
+        acts = np.clip(actions.detach().cpu().numpy().astype(np.float64), -1.0, 1.0)
+        n, C = self.num_envs, acts.shape[1]
+        rewards = np.zeros((n, C), dtype=np.float32)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
+        ended = self._dead.copy()
+        recorded = self.video.env_ids if self.video is not None else ()
+        for c in range(C):
+            for i in np.nonzero(~ended)[0]:
+                obs, r, _, _, info = self.envs[i].step(acts[i, c])
+                self._state[i] = obs
+                r = float(r) * self.cfg.reward_scale
+                rewards[i, c] = r
+                self._return[i] += r
+                self._steps[i] += 1
+                self._success[i] |= bool(info["success"])
+                if bool(info["success"]) and not self.cfg.ignore_terminations:
+                    terminated[i] = True
+                elif self._steps[i] >= self.cfg.max_episode_steps:
+                    truncated[i] = True
+                if i in recorded:
+                    self.video.add(i, self._render(np.array([i]))[0], r, bool(self._success[i]))
+            ended |= terminated | truncated
+        finished = (terminated | truncated) & ~self._dead
+        obs_now = self._obs()
+        info: dict[str, Any] = {}
+        if finished.any():
+            ids = np.nonzero(finished)[0]
+            info["episode"] = {
+                "env_ids": torch.as_tensor(ids),
+                "success_once": torch.as_tensor(self._success[ids]),
+                "return": torch.as_tensor(self._return[ids], dtype=torch.float32),
+                "episode_len": torch.as_tensor(self._steps[ids]),
+            }
+            info["final_obs"] = obs_now
+            if self.video is not None:
+                self.video.finish(ids)
+            if self.cfg.auto_reset:
+                self._reset_ids(ids)
+                obs_now = self._obs()
+                if self.video is not None:
+                    self.video.start(ids, obs_now["images"])
+            else:
+                self._dead |= finished
+        return obs_now, torch.as_tensor(rewards), torch.as_tensor(terminated), torch.as_tensor(truncated), info
+
+    # ------------------------------------------------------------------ checkpoint
+    def get_state(self) -> dict[str, Any]:
+        """MuJoCo integration state and the plain Python attributes of every env, plus counters."""
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        envs = []
+        for env in self.envs:
+            phys = np.empty(mujoco.mj_stateSize(env.model, spec))
+            mujoco.mj_getState(env.model, env.data, phys, spec)
+            attrs = {k: copy.deepcopy(v) for k, v in env.__dict__.items() if k not in _SNAPSHOT_SKIP}
+            envs.append({"physics": phys, "attrs": attrs})
+        return {
+            "envs": envs,
+            "rng": copy.deepcopy(self.rng.bit_generator.state),
+            "arrays": {k: getattr(self, k).copy() for k in ("_state", "_steps", "_return", "_success", "_dead", "_layout_ids")},
+            "started": self._started,
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        for env, s in zip(self.envs, state["envs"], strict=True):
+            env.__dict__.update(copy.deepcopy(s["attrs"]))
+            mujoco.mj_setState(env.model, env.data, s["physics"], spec)
+            mujoco.mj_forward(env.model, env.data)
+        self.rng.bit_generator.state = state["rng"]
+        for k, v in state["arrays"].items():
+            setattr(self, k, v.copy())
+        self._started = state["started"]
+
+    def close(self) -> None:
+        if self.video is not None:
+            self.video.close()
+        for r in self.renderers:
+            r.close()
+        self.renderers = []
+        for env in self.envs:
+            env.close()
