@@ -16,11 +16,7 @@ import statistics
 from policy_and_value.config import load_config
 from policy_and_value.runner import EmbodiedRunner
 
-PLACEMENT = [
-    "cluster.num_devices_per_node=3",
-    "~cluster.component_placement",
-    "+cluster.component_placement={env: 0, rollout: 1, actor: 2}",
-]
+PLACEMENT = ["cluster=separate"]
 
 
 def measure(stages: int, steps: int, num_envs: int, extra: list[str]) -> dict[str, float]:

@@ -21,10 +21,7 @@ TASKS = {
     "cartpole": ("ppo_gym_cartpole", 475.0, 300),
     "pendulum": ("ppo_gym_pendulum", -200.0, 400),
 }
-SEPARATE = [
-    "cluster.num_devices_per_node=3",
-    "+cluster.component_placement={env: 0, rollout: 1, actor: 2}",
-]
+SEPARATE = ["cluster=separate"]
 
 
 def run(task: str, seed: int, eval_every: int, extra: list[str]) -> dict[str, float]:
@@ -37,7 +34,6 @@ def run(task: str, seed: int, eval_every: int, extra: list[str]) -> dict[str, fl
         "runner.save_interval=-1",
         f"runner.logger.experiment_name=bench_ppo_{task}_s{seed}",
         "runner.logger.log_path=logs/benchmarks",
-        "~cluster.component_placement",
         *SEPARATE,
         *extra,
     ]

@@ -29,6 +29,8 @@ from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation  # noqa:
 from policy_and_value.envs.metaworld_tasks import MT50_TASKS, PROMPTS  # noqa: E402
 
 NUM_RESET_STATES = 50
+# Meta-World tasks move bodies and sites (objects, goals) in the *model* at reset: snapshot those too.
+_MODEL_FIELDS = ("body_pos", "body_quat", "site_pos", "site_quat", "eq_data", "eq_type")
 _SNAPSHOT_SKIP = {"model", "data", "mujoco_renderer", "observation_space", "action_space", "sawyer_observation_space"}
 
 
@@ -201,7 +203,8 @@ class MetaWorldEnv(BatchedEnv):
             phys = np.empty(mujoco.mj_stateSize(env.model, spec))
             mujoco.mj_getState(env.model, env.data, phys, spec)
             attrs = {k: copy.deepcopy(v) for k, v in env.__dict__.items() if k not in _SNAPSHOT_SKIP}
-            envs.append({"physics": phys, "attrs": attrs})
+            model = {f: getattr(env.model, f).copy() for f in _MODEL_FIELDS}
+            envs.append({"physics": phys, "attrs": attrs, "model": model})
         return {
             "envs": envs,
             "rng": copy.deepcopy(self.rng.bit_generator.state),
@@ -213,6 +216,8 @@ class MetaWorldEnv(BatchedEnv):
         spec = mujoco.mjtState.mjSTATE_INTEGRATION
         for env, s in zip(self.envs, state["envs"], strict=True):
             env.__dict__.update(copy.deepcopy(s["attrs"]))
+            for f, v in s["model"].items():
+                getattr(env.model, f)[...] = v
             mujoco.mj_setState(env.model, env.data, s["physics"], spec)
             mujoco.mj_forward(env.model, env.data)
         self.rng.bit_generator.state = state["rng"]

@@ -210,10 +210,10 @@ class EmbodiedRunner:
         rounds = math.ceil(cfg.env.eval_episodes / ecfg.num_envs)
         chunks = math.ceil(ecfg.max_episode_steps / ecfg.num_action_chunks)
         stats = []
-        for _ in range(rounds):
+        for round_idx in range(rounds):
             outs = {}
             for e, worker in enumerate(self.env.workers):
-                refs = worker.eval_reset.options(num_returns=S).remote()
+                refs = worker.eval_reset.options(num_returns=S).remote(round_idx)
                 refs = refs if S > 1 else [refs]
                 for s in range(S):
                     outs[(e, s)] = refs[s]

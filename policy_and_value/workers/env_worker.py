@@ -135,8 +135,12 @@ class EnvWorker(Worker):
         return self.stats.pop()
 
     # ------------------------------------------------------------------ evaluation
-    def eval_reset(self) -> list[EnvOutput] | EnvOutput:
-        """Reset the eval envs (created on first use) for one round of episodes."""
+    def eval_reset(self, round_idx: int = 0) -> list[EnvOutput] | EnvOutput:
+        """Reset the eval envs (created on first use) for round ``round_idx`` of episodes.
+
+        Initial states depend only on the seed, the rank and the round, so every evaluation plays the
+        same episodes (comparable across steps, and identical after a resume).
+        """
         ecfg: EnvConfig = self.cfg.env.eval
         if self.eval_envs is None:
             n = ecfg.num_envs // self.world_size // self.stage_num
@@ -155,8 +159,10 @@ class EnvWorker(Worker):
         self.eval_obs = []
         self.eval_stats = EpisodeStats()
         outs = []
-        for env in self.eval_envs:
-            obs, _ = env.reset()
+        for s, env in enumerate(self.eval_envs):
+            rng = np.random.default_rng([self.cfg.runner.seed, self.rank, s, round_idx])
+            ids = torch.as_tensor(rng.integers(0, 2**31 - 1, size=env.num_envs))
+            obs, _ = env.reset(reset_state_ids=ids)
             alive = torch.ones(env.num_envs, dtype=torch.bool)
             self.eval_obs.append(obs)
             self.eval_alive.append(alive)

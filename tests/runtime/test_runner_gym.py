@@ -63,15 +63,16 @@ def test_resume_reproduces_uninterrupted_run(tmp_path):
 @pytest.mark.parametrize(
     "placement",
     [
-        ["cluster.num_devices_per_node=1", "+cluster.component_placement={'env,rollout,actor': all}"],
-        ["cluster.num_devices_per_node=2", "+cluster.component_placement={'env,rollout': 0, actor: 0-1}"],
-        ["cluster.num_devices_per_node=3", "+cluster.component_placement={env: 0, rollout: 1, actor: 2}"],
-        ["cluster.num_devices_per_node=2", "+cluster.component_placement={env: 0-1, rollout: 0-1, actor: '0-1:0-3'}"],
+        ["cluster=shared"],
+        ["cluster=partial_sharing"],
+        ["cluster=separate"],
+        ["cluster=partial_sharing", "cluster.component_placement.env=0-1", "cluster.component_placement.rollout=0-1",
+         "cluster.component_placement.actor='0-1:0-3'"],
     ],
     ids=["shared", "partial", "separate", "packed"],
 )
 def test_placements_run(tmp_path, placement):
-    rows = _run(tmp_path, "p", ["runner.max_steps=1", "~cluster.component_placement", *placement])
+    rows = _run(tmp_path, "p", ["runner.max_steps=1", *placement])
     assert rows[-1]["step"] == 1 and rows[-1]["train/actor/ratio"] == pytest.approx(1.0, abs=0.2)
 
 
