@@ -1,0 +1,93 @@
+"""GAE (chunk- and action-level), GRPO and distributed advantage normalisation."""
+
+import os
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from policy_and_value.algorithms import compute_gae, compute_grpo, normalize_advantages
+
+
+def _reference_gae(rewards, values, dones, gamma, lam):
+    T, B = rewards.shape
+    adv = torch.zeros(T, B)
+    for b in range(B):
+        running = 0.0
+        for t in reversed(range(T)):
+            nd = 1.0 - float(dones[t, b])
+            delta = rewards[t, b] + gamma * values[t + 1, b] * nd - values[t, b]
+            running = delta + gamma * lam * nd * running
+            adv[t, b] = running
+    return adv
+
+
+def test_gae_matches_reference_and_dones_cut_recursion():
+    g = torch.Generator().manual_seed(0)
+    r, v = torch.randn(7, 3, generator=g), torch.randn(8, 3, generator=g)
+    d = torch.zeros(7, 3)
+    d[2, 0] = d[5, 2] = 1
+    adv, ret = compute_gae(r, v, d, 0.97, 0.9)
+    assert torch.allclose(adv, _reference_gae(r, v, d, 0.97, 0.9), atol=1e-6)
+    assert torch.allclose(ret, adv + v[:-1])
+    # with lambda = 1 and gamma = 1 the return at a done step is just its reward
+    adv1, ret1 = compute_gae(r, v, d, 1.0, 1.0)
+    assert ret1[2, 0] == pytest.approx(r[2, 0].item())
+
+
+def test_action_level_gae_equals_flattened_time():
+    g = torch.Generator().manual_seed(1)
+    T, B, C = 4, 2, 3
+    r, v = torch.randn(T, B, C, generator=g), torch.randn(T + 1, B, C, generator=g)
+    d = torch.tensor([[0, 0], [1, 0], [0, 0], [0, 1]], dtype=torch.float32)
+    adv, _ = compute_gae(r, v, d, 0.9, 0.8)
+    flat_r = r.permute(0, 2, 1).reshape(T * C, B)
+    flat_v = torch.cat([v[:-1].permute(0, 2, 1).reshape(T * C, B), v[-1, :, 0][None]])
+    flat_d = torch.zeros(T, C, B)
+    flat_d[:, -1] = d
+    ref = _reference_gae(flat_r, flat_v, flat_d.reshape(T * C, B), 0.9, 0.8)
+    assert torch.allclose(adv, ref.reshape(T, C, B).permute(0, 2, 1), atol=1e-6)
+
+
+def test_grpo_normalises_within_groups_and_masks():
+    rewards = torch.tensor([[1.0, 0.0, 2.0, 2.0], [1.0, 0.0, 0.0, 4.0], [0.0, 0.0, 0.0, 0.0]])
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 1], [0, 1, 1, 0]]).float()
+    adv = compute_grpo(rewards, mask, group_size=2)
+    # group 0 returns (2, 0): +1/-1; group 1 returns (2, 6): -1/+1
+    assert torch.allclose(adv[0], torch.tensor([1.0, -1.0, -1.0, 1.0]), atol=1e-4)
+    assert adv[2, 0] == 0 and adv[2, 3] == 0 and adv[2, 1] == pytest.approx(-1.0, abs=1e-4)
+
+
+def test_normalize_single_process_masked():
+    adv = torch.tensor([[1.0, 2.0], [3.0, 100.0]])
+    mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
+    out = normalize_advantages(adv, mask)
+    sel = out[mask.bool()]
+    assert sel.mean().abs() < 1e-6 and sel.std(unbiased=False) == pytest.approx(1.0, abs=1e-4)
+    assert out[1, 1] == 0
+
+
+def _worker(rank, world, port, data, result):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    adv, mask = data[rank]
+    result[rank] = normalize_advantages(adv, mask, group=dist.group.WORLD)
+    dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_normalize_over_ranks_equals_whole_batch():
+    import socket
+
+    g = torch.Generator().manual_seed(3)
+    adv, mask = torch.randn(5, 6, generator=g) * 3 + 1, (torch.rand(5, 6, generator=g) > 0.2).float()
+    whole = normalize_advantages(adv, mask)
+    data = [(adv[:, :3].clone(), mask[:, :3].clone()), (adv[:, 3:].clone(), mask[:, 3:].clone())]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    manager = mp.Manager()
+    result = manager.dict()
+    mp.spawn(_worker, args=(2, port, data, result), nprocs=2, join=True)
+    assert torch.allclose(torch.cat([result[0], result[1]], dim=1), whole, atol=1e-5)
