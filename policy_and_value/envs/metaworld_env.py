@@ -125,6 +125,7 @@ class MetaWorldEnv(BatchedEnv):
         for i, layout in zip(ids, layouts, strict=True):
             env = self.envs[i]
             env.set_task(self.layouts[i][int(layout)])
+            env._partially_observable = False  # goal in the state vector, as in MT10 (scripted experts read it)
             obs, _ = env.reset()
             self._state[i] = obs
             self._layout_ids[i] = layout

@@ -1,0 +1,77 @@
+"""Episode format round trip, loader filters, and the collection CLI on a tiny dataset."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from toolkits.episodes import Episode, EpisodeDataset, EpisodeWriter
+
+
+def _episode(T=5, success=True, task="reach-v3"):
+    rng = np.random.default_rng(T)
+    return Episode(
+        images=rng.integers(0, 255, (T + 1, 2, 8, 8, 3), dtype=np.uint8),
+        state=rng.normal(size=(T + 1, 39)).astype(np.float32),
+        actions=rng.uniform(-1, 1, (T, 4)).astype(np.float32),
+        rewards=rng.uniform(size=T).astype(np.float32),
+        success=np.array([False] * (T - 1) + [success]),
+        meta={"prompt": "reach the goal position", "task": task, "task_id": 0, "success_once": success},
+    )
+
+
+def test_write_and_load_round_trip_with_filters(tmp_path):
+    w = EpisodeWriter(str(tmp_path), info={"seed": 0})
+    eps = [_episode(5, True), _episode(7, False), _episode(4, True, "push-v3")]
+    for ep in eps:
+        w.write(ep)
+    w.close({"reach-v3": {"success_rate": 0.5}})
+    ds = EpisodeDataset(str(tmp_path))
+    assert len(ds) == 3 and ds.tasks == ["push-v3", "reach-v3"] and ds.summary["reach-v3"]["success_rate"] == 0.5
+    back = ds[1]
+    for k in ("images", "state", "actions", "rewards", "success"):
+        assert np.array_equal(getattr(back, k), getattr(eps[1], k))
+    assert back.meta["prompt"] == "reach the goal position" and back.length == 7
+    assert len(EpisodeDataset(str(tmp_path), tasks=["reach-v3"], success=True)) == 1
+    assert ds.read(0, "images", slice(0, 2)).shape == (2, 2, 8, 8, 3)
+
+
+def test_loader_rejects_foreign_folders(tmp_path):
+    with pytest.raises(FileNotFoundError, match="index.json"):
+        EpisodeDataset(str(tmp_path))
+    (tmp_path / "index.json").write_text(json.dumps({"format": "other", "version": 9}))
+    with pytest.raises(ValueError, match="expected worldrl-episodes"):
+        EpisodeDataset(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_collect_cli_records_expert_and_failed_episodes(tmp_path):
+    out = tmp_path / "ds"
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolkits.collect_episodes", "--tasks", "reach-v3", "--episodes-per-task", "4",
+         "--out", str(out), "--cameras", "corner", "gripperPOV", "--image-size", "32", "--fail-fraction", "0.5",
+         "--num-envs", "4", "--max-episode-steps", "60", "--seed", "1"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ds = EpisodeDataset(str(out))
+    assert len(ds) == 4
+    forced = [e["forced_failure"] for e in ds.entries]
+    assert any(forced) and not all(forced)
+    for i, e in enumerate(ds.entries):
+        ep = ds[i]
+        assert ep.images.shape[1:] == (2, 32, 32, 3) and ep.images.shape[0] == ep.length + 1
+        assert ep.state.shape == (ep.length + 1, 39) and ep.actions.shape == (ep.length, 4)
+        if not e["forced_failure"]:
+            assert e["success_once"] and ep.success[-1]  # the expert solves reach; the episode ends at success
+    assert ds.summary["reach-v3"]["expert_success_rate"] == 1.0
+
+
+def test_collect_cli_bad_argument_is_one_line(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolkits.collect_episodes", "--tasks", "reach-v3", "--fail-fraction", "1.5", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.strip() == "error: --fail-fraction=1.5: allowed: a share in [0, 1]"

@@ -1,0 +1,182 @@
+"""Record Meta-World episodes from the scripted expert policies into the worldrl episode format.
+
+    python -m toolkits.collect_episodes --suite MT10 --episodes-per-task 20 --out data/mt10 \\
+        --cameras corner gripperPOV --image-size 64 --action-noise 0.1 --fail-fraction 0.2
+
+Episodes run batched in one ``MetaWorldEnv`` (one action per step, episodes end at success or at
+``--max-episode-steps``). A ``--fail-fraction`` share of episodes is made to fail on purpose (uniform
+random actions), for reward models and advantage labelling; every episode records whether it
+actually succeeded. Prints the success rate per task and stores it in ``index.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import torch
+
+from policy_and_value.config.schema import EnvConfig
+from policy_and_value.envs.metaworld_tasks import MT10_TASKS, MT50_TASKS, PROMPTS
+from toolkits.episodes import Episode, EpisodeWriter
+
+CAMERAS = ("corner", "corner2", "corner3", "corner4", "topview", "behindGripper", "gripperPOV")
+
+
+def expert_for(task: str) -> Any:
+    """The scripted expert policy object of a Meta-World task."""
+    import metaworld.policies as policies
+
+    names = {n.lower(): n for n in dir(policies) if n.startswith("Sawyer") and n.endswith("Policy")}
+    key = ("sawyer" + task.replace("-", "") + "policy").lower()
+    key = {"sawyerpeginsertsidev3policy": "sawyerpeginsertionsidev3policy"}.get(key, key)
+    if key not in names:
+        raise ValueError(f"--tasks: no scripted expert for {task!r}")
+    return getattr(policies, names[key])()
+
+
+def collect(
+    tasks: list[str],
+    episodes_per_task: int,
+    cameras: list[str],
+    image_size: int,
+    action_noise: float,
+    fail_fraction: float,
+    max_episode_steps: int,
+    seed: int,
+    num_envs: int,
+    writer: EpisodeWriter | None = None,
+    use_images: bool = True,
+    log=print,
+) -> dict[str, dict[str, float]]:
+    """Run rounds of batched episodes until every task has ``episodes_per_task``; returns per-task stats."""
+    from policy_and_value.envs.metaworld_env import MetaWorldEnv
+
+    num_envs = max(len(tasks), num_envs - num_envs % len(tasks))
+    cfg = EnvConfig(
+        env_type="metaworld", tasks=tasks, num_envs=num_envs, num_action_chunks=1, max_episode_steps=max_episode_steps,
+        auto_reset=False, cameras=cameras, image_size=image_size, use_images=use_images,
+    )  # fmt: skip
+    env = MetaWorldEnv(cfg, num_envs, seed=seed)
+    experts = [expert_for(tasks[t]) for t in env.task_ids]
+    rng = np.random.default_rng(seed)
+    done_per_task: dict[str, int] = defaultdict(int)
+    stats: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    try:
+        while min(done_per_task[t] for t in tasks) < episodes_per_task:
+            obs, info = env.reset()
+            forced = rng.random(num_envs) < fail_fraction
+            frames = [[obs["images"][i].numpy()] if use_images else [] for i in range(num_envs)]
+            states = [[obs["state"][i].numpy()] for i in range(num_envs)]
+            acts, rews, succ = ([[] for _ in range(num_envs)] for _ in range(3))
+            alive = np.ones(num_envs, dtype=bool)
+            while alive.any():
+                state = obs["state"].numpy().astype(np.float64)
+                a = np.stack([experts[i].get_action(state[i]) for i in range(num_envs)])
+                a = a + rng.normal(0.0, action_noise, a.shape) if action_noise > 0 else a
+                a = np.where(forced[:, None], rng.uniform(-1, 1, a.shape), a)
+                a = np.clip(a, -1, 1).astype(np.float32)
+                obs, r, te, tr, _ = env.chunk_step(torch.from_numpy(a)[:, None])
+                for i in np.nonzero(alive)[0]:
+                    acts[i].append(a[i])
+                    rews[i].append(float(r[i, 0]))
+                    succ[i].append(bool(te[i]))
+                    states[i].append(obs["state"][i].numpy())
+                    if use_images:
+                        frames[i].append(obs["images"][i].numpy())
+                alive &= ~(te | tr).numpy()
+            for i in range(num_envs):
+                task = tasks[env.task_ids[i]]
+                if done_per_task[task] >= episodes_per_task:
+                    continue
+                done_per_task[task] += 1
+                success_once = bool(any(succ[i]))
+                stats[task].append((success_once, bool(forced[i])))
+                if writer is not None:
+                    meta = {
+                        "prompt": PROMPTS[task], "task": task, "task_id": tasks.index(task), "cameras": cameras,
+                        "image_size": image_size, "success_once": success_once, "policy": "expert",
+                        "action_noise": action_noise, "forced_failure": bool(forced[i]),
+                        "reset_state_id": int(info["reset_state_ids"][i]), "seed": seed,
+                    }  # fmt: skip
+                    writer.write(
+                        Episode(
+                            np.stack(frames[i]) if use_images else np.zeros((len(states[i]), 0, 0, 0, 3), np.uint8),
+                            np.stack(states[i]), np.stack(acts[i]), np.array(rews[i]), np.array(succ[i]), meta,
+                        )  # fmt: skip
+                    )
+            log(f"collected {dict(done_per_task)}")
+    finally:
+        env.close()
+    summary = {}
+    for task in tasks:
+        rows = stats[task]
+        expert = [s for s, f in rows if not f]
+        summary[task] = {
+            "episodes": len(rows),
+            "success_rate": float(np.mean([s for s, _ in rows])) if rows else 0.0,
+            "expert_episodes": len(expert),
+            "expert_success_rate": float(np.mean(expert)) if expert else float("nan"),
+            "forced_failures": sum(f for _, f in rows),
+        }
+    return summary
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m toolkits.collect_episodes", description=__doc__.splitlines()[0])
+    p.add_argument("--tasks", nargs="+", help="Meta-World task names (MT50), e.g. reach-v3 push-v3")
+    p.add_argument("--suite", choices=["MT10", "MT50"], help="all tasks of a suite instead of --tasks")
+    p.add_argument("--episodes-per-task", type=int, default=10)
+    p.add_argument("--out", required=True, help="dataset folder to create")
+    p.add_argument("--cameras", nargs="+", default=["corner"])
+    p.add_argument("--image-size", type=int, default=64)
+    p.add_argument("--action-noise", type=float, default=0.0)
+    p.add_argument("--fail-fraction", type=float, default=0.0)
+    p.add_argument("--max-episode-steps", type=int, default=150)
+    p.add_argument("--num-envs", type=int, default=10, help="episodes run in parallel")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    if bool(args.tasks) == bool(args.suite):
+        p.error("give exactly one of --tasks and --suite")
+    args.tasks = list(MT10_TASKS if args.suite == "MT10" else MT50_TASKS) if args.suite else args.tasks
+    checks = [
+        ("--tasks", [t for t in args.tasks if t not in MT50_TASKS], "Meta-World MT50 task names like reach-v3"),
+        ("--cameras", [c for c in args.cameras if c not in CAMERAS], ", ".join(CAMERAS)),
+        ("--episodes-per-task", [args.episodes_per_task] if args.episodes_per_task < 1 else [], "an integer >= 1"),
+        ("--image-size", [args.image_size] if not 8 <= args.image_size <= 512 else [], "8..512"),
+        ("--action-noise", [args.action_noise] if args.action_noise < 0 else [], "a std >= 0"),
+        ("--fail-fraction", [args.fail_fraction] if not 0 <= args.fail_fraction <= 1 else [], "a share in [0, 1]"),
+        ("--max-episode-steps", [args.max_episode_steps] if args.max_episode_steps < 1 else [], "an integer >= 1"),
+        ("--num-envs", [args.num_envs] if args.num_envs < 1 else [], "an integer >= 1"),
+    ]
+    for name, bad, allowed in checks:
+        if bad:
+            print(f"error: {name}={bad[0]}: allowed: {allowed}", file=sys.stderr)
+            sys.exit(2)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    start = time.time()
+    writer = EpisodeWriter(args.out, info={k: v for k, v in vars(args).items() if k != "suite"})
+    summary = collect(
+        args.tasks, args.episodes_per_task, args.cameras, args.image_size, args.action_noise, args.fail_fraction,
+        args.max_episode_steps, args.seed, args.num_envs, writer=writer,
+    )  # fmt: skip
+    writer.close(summary)
+    print(f"\n{'task':28s} {'episodes':>8s} {'success':>8s} {'expert success':>15s} {'forced fail':>11s}")
+    for task, s in summary.items():
+        print(
+            f"{task:28s} {s['episodes']:8d} {s['success_rate']:8.0%} {s['expert_success_rate']:15.0%} {s['forced_failures']:11d}"
+        )
+    print(f"\nwrote {len(writer.index['episodes'])} episodes to {args.out} in {time.time() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
