@@ -52,7 +52,7 @@ def test_collect_cli_records_expert_and_failed_episodes(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "toolkits.collect_episodes", "--tasks", "reach-v3", "--episodes-per-task", "4",
          "--out", str(out), "--cameras", "corner", "gripperPOV", "--image-size", "32", "--fail-fraction", "0.5",
-         "--num-envs", "4", "--max-episode-steps", "60", "--seed", "1"],
+         "--num-envs", "4", "--max-episode-steps", "150", "--seed", "1"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
