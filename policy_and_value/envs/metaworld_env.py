@@ -31,7 +31,7 @@ from policy_and_value.envs.metaworld_tasks import MT50_TASKS, PROMPTS  # noqa: E
 NUM_RESET_STATES = 50
 # Meta-World tasks move bodies and sites (objects, goals) in the *model* at reset: snapshot those too.
 _MODEL_FIELDS = ("body_pos", "body_quat", "site_pos", "site_quat", "eq_data", "eq_type")
-_SNAPSHOT_SKIP = {"model", "data", "mujoco_renderer", "observation_space", "action_space", "sawyer_observation_space"}
+_SNAPSHOT_SKIP = {"model", "data", "mujoco_renderer"}  # the observation bounds (used to clip obs) are kept
 
 
 def _make_task_env(task: str, benchmark_seed: int) -> tuple[Any, list]:
@@ -220,7 +220,8 @@ class MetaWorldEnv(BatchedEnv):
             for f, v in s["model"].items():
                 getattr(env.model, f)[...] = v
             mujoco.mj_setState(env.model, env.data, s["physics"], spec)
-            mujoco.mj_forward(env.model, env.data)
+            mujoco.mj_forward(env.model, env.data)  # derived quantities (site/body poses) for obs and rendering
+            mujoco.mj_setState(env.model, env.data, s["physics"], spec)  # forward rewrote the solver warm-start
         self.rng.bit_generator.state = state["rng"]
         for k, v in state["arrays"].items():
             setattr(self, k, v.copy())
