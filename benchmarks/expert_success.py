@@ -25,7 +25,7 @@ def main() -> None:
         list(MT10_TASKS), args.episodes, ["corner"], 64, 0.0, 0.0, args.max_episode_steps, args.seed,
         num_envs=len(MT10_TASKS), use_images=False, log=lambda *_: None,
     )  # fmt: skip
-    print(f"\n| task | episodes | expert success |\n|---|---|---|")
+    print("\n| task | episodes | expert success |\n|---|---|---|")
     for task, s in summary.items():
         print(f"| {task} | {s['episodes']} | {s['success_rate']:.0%} |")
     print(f"\n{len(MT10_TASKS) * args.episodes} episodes in {time.time() - start:.0f} s")

@@ -59,7 +59,9 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     results = {s: measure(s, args.steps, args.num_envs, args.overrides) for s in (1, 2)}
-    print("\n| pipeline_stage_num | env steps/s (rollout) | generate_rollouts s | step s | env compute | model compute | outside compute |")
+    print(
+        "\n| pipeline_stage_num | env steps/s (rollout) | generate_rollouts s | step s | env compute | model compute | outside compute |"
+    )
     print("|---|---|---|---|---|---|---|")
     for s, m in results.items():
         print(

@@ -39,7 +39,9 @@ def run(task: str, seed: int, eval_every: int, extra: list[str]) -> dict[str, fl
     ]
     cfg = load_config(config, overrides)
     runner = EmbodiedRunner(cfg)
-    env_steps_per_step = cfg.env.train.num_envs * cfg.algorithm.n_chunk_steps * cfg.env.train.num_action_chunks
+    env_steps_per_step = (
+        cfg.env.train.num_envs * cfg.algorithm.n_chunk_steps * cfg.env.train.num_action_chunks
+    )
     start = time.perf_counter()
     best, reached = float("-inf"), False
     try:

@@ -105,8 +105,14 @@ def collect(
                     }  # fmt: skip
                     writer.write(
                         Episode(
-                            np.stack(frames[i]) if use_images else np.zeros((len(states[i]), 0, 0, 0, 3), np.uint8),
-                            np.stack(states[i]), np.stack(acts[i]), np.array(rews[i]), np.array(succ[i]), meta,
+                            np.stack(frames[i])
+                            if use_images
+                            else np.zeros((len(states[i]), 0, 0, 0, 3), np.uint8),
+                            np.stack(states[i]),
+                            np.stack(acts[i]),
+                            np.array(rews[i]),
+                            np.array(succ[i]),
+                            meta,
                         )  # fmt: skip
                     )
             log(f"collected {dict(done_per_task)}")
@@ -127,7 +133,9 @@ def collect(
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m toolkits.collect_episodes", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m toolkits.collect_episodes", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--tasks", nargs="+", help="Meta-World task names (MT50), e.g. reach-v3 push-v3")
     p.add_argument("--suite", choices=["MT10", "MT50"], help="all tasks of a suite instead of --tasks")
     p.add_argument("--episodes-per-task", type=int, default=10)
@@ -144,13 +152,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("give exactly one of --tasks and --suite")
     args.tasks = list(MT10_TASKS if args.suite == "MT10" else MT50_TASKS) if args.suite else args.tasks
     checks = [
-        ("--tasks", [t for t in args.tasks if t not in MT50_TASKS], "Meta-World MT50 task names like reach-v3"),
+        (
+            "--tasks",
+            [t for t in args.tasks if t not in MT50_TASKS],
+            "Meta-World MT50 task names like reach-v3",
+        ),
         ("--cameras", [c for c in args.cameras if c not in CAMERAS], ", ".join(CAMERAS)),
-        ("--episodes-per-task", [args.episodes_per_task] if args.episodes_per_task < 1 else [], "an integer >= 1"),
+        (
+            "--episodes-per-task",
+            [args.episodes_per_task] if args.episodes_per_task < 1 else [],
+            "an integer >= 1",
+        ),
         ("--image-size", [args.image_size] if not 8 <= args.image_size <= 512 else [], "8..512"),
         ("--action-noise", [args.action_noise] if args.action_noise < 0 else [], "a std >= 0"),
-        ("--fail-fraction", [args.fail_fraction] if not 0 <= args.fail_fraction <= 1 else [], "a share in [0, 1]"),
-        ("--max-episode-steps", [args.max_episode_steps] if args.max_episode_steps < 1 else [], "an integer >= 1"),
+        (
+            "--fail-fraction",
+            [args.fail_fraction] if not 0 <= args.fail_fraction <= 1 else [],
+            "a share in [0, 1]",
+        ),
+        (
+            "--max-episode-steps",
+            [args.max_episode_steps] if args.max_episode_steps < 1 else [],
+            "an integer >= 1",
+        ),
         ("--num-envs", [args.num_envs] if args.num_envs < 1 else [], "an integer >= 1"),
     ]
     for name, bad, allowed in checks:

@@ -37,7 +37,9 @@ def compute_gae(
     return advantages, advantages + values[:-1]
 
 
-def compute_grpo(rewards: torch.Tensor, loss_mask: torch.Tensor, group_size: int, eps: float = 1e-6) -> torch.Tensor:
+def compute_grpo(
+    rewards: torch.Tensor, loss_mask: torch.Tensor, group_size: int, eps: float = 1e-6
+) -> torch.Tensor:
     """Group-relative advantages: each env's episode return normalised within its group of envs.
 
     Consecutive ``group_size`` envs share a reset state; the advantage is broadcast to the env's

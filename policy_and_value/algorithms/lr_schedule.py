@@ -29,7 +29,9 @@ def warmup_constant_lambda(warmup_steps: int) -> Callable[[int], float]:
     return lambda step: (step + 1) / warmup_steps if warmup_steps > 0 and step < warmup_steps else 1.0
 
 
-def build_scheduler(optimizer: torch.optim.Optimizer, cfg: OptimConfig, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+def build_scheduler(
+    optimizer: torch.optim.Optimizer, cfg: OptimConfig, total_steps: int
+) -> torch.optim.lr_scheduler.LambdaLR:
     """LambdaLR over every param group (policy and value lr scale together)."""
     if cfg.lr_scheduler == "cosine":
         fn = warmup_cosine_lambda(cfg.lr_warmup_steps, total_steps, cfg.min_lr_ratio)
@@ -47,4 +49,6 @@ def build_optimizer(policy: nn.Module, cfg: OptimConfig) -> torch.optim.AdamW:
     groups = [{"params": rest, "lr": cfg.lr}]
     if value:
         groups.append({"params": value, "lr": cfg.value_lr or cfg.lr})
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
+    return torch.optim.AdamW(
+        groups, lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps, weight_decay=cfg.weight_decay
+    )

@@ -4,4 +4,11 @@ from policy_and_value.config.load import available_configs, compose_config, load
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.config.validate import ConfigError, validate_config
 
-__all__ = ["ConfigError", "JobConfig", "available_configs", "compose_config", "load_config", "validate_config"]
+__all__ = [
+    "ConfigError",
+    "JobConfig",
+    "available_configs",
+    "compose_config",
+    "load_config",
+    "validate_config",
+]

@@ -55,6 +55,8 @@ def compose_config(config_name: str, overrides: list[str], config_dir: str | Pat
     raise ConfigError(f"config error: overrides {overrides}: could not be applied")
 
 
-def load_config(config_name: str, overrides: list[str] | None = None, config_dir: str | None = None) -> JobConfig:
+def load_config(
+    config_name: str, overrides: list[str] | None = None, config_dir: str | None = None
+) -> JobConfig:
     """Compose ``configs/<name>.yaml`` with ``key=value`` overrides and validate the result."""
     return validate_config(compose_config(config_name, overrides or [], config_dir))

@@ -105,10 +105,24 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
             if t not in MT50_TASKS:
                 close = difflib.get_close_matches(t, MT50_TASKS, n=1)
                 hint = f"did you mean {close[0]!r}? " if close else ""
-                raise _fail(f"{prefix}.tasks", t, f"unknown Meta-World task; {hint}allowed: MT50 names like reach-v3")
+                raise _fail(
+                    f"{prefix}.tasks", t, f"unknown Meta-World task; {hint}allowed: MT50 names like reach-v3"
+                )
         for cam in env.cameras:
-            if cam not in ("corner", "corner2", "corner3", "corner4", "topview", "behindGripper", "gripperPOV"):
-                raise _fail(f"{prefix}.cameras", cam, "allowed: corner, corner2, corner3, corner4, topview, behindGripper, gripperPOV")
+            if cam not in (
+                "corner",
+                "corner2",
+                "corner3",
+                "corner4",
+                "topview",
+                "behindGripper",
+                "gripperPOV",
+            ):
+                raise _fail(
+                    f"{prefix}.cameras",
+                    cam,
+                    "allowed: corner, corner2, corner3, corner4, topview, behindGripper, gripperPOV",
+                )
     if env.num_envs % ranks["env"]:
         raise _fail(f"{prefix}.num_envs", env.num_envs, f"must be divisible by the {ranks['env']} env ranks")
     per_rank = env.num_envs // ranks["env"]
@@ -140,8 +154,13 @@ def _check_envs(cfg: JobConfig, ranks: dict[str, int]) -> None:
             f"env ranks x stages ({ranks['env']} x {stages}) must be a multiple of the {ranks['rollout']} rollout ranks",
         )  # fmt: skip
     if cfg.runner.val_check_interval > 0 and cfg.env.eval is None:
-        raise _fail("runner.val_check_interval", cfg.runner.val_check_interval, "evaluation needs env.eval to be set")
-    if cfg.model.num_action_chunks is not None and cfg.model.num_action_chunks != cfg.env.train.num_action_chunks:
+        raise _fail(
+            "runner.val_check_interval", cfg.runner.val_check_interval, "evaluation needs env.eval to be set"
+        )
+    if (
+        cfg.model.num_action_chunks is not None
+        and cfg.model.num_action_chunks != cfg.env.train.num_action_chunks
+    ):
         raise _fail(
             "model.num_action_chunks", cfg.model.num_action_chunks,
             f"must equal env.train.num_action_chunks={cfg.env.train.num_action_chunks}",
@@ -173,14 +192,26 @@ def _check_batches(cfg: JobConfig, ranks: dict[str, int]) -> None:
 def _check_algorithm(cfg: JobConfig) -> None:
     algo, env = cfg.algorithm, cfg.env.train
     if algo.logprob_type == "chunk_level" and algo.reward_type != "chunk_level":
-        raise _fail("algorithm.logprob_type", algo.logprob_type, "chunk_level requires algorithm.reward_type=chunk_level")
+        raise _fail(
+            "algorithm.logprob_type",
+            algo.logprob_type,
+            "chunk_level requires algorithm.reward_type=chunk_level",
+        )
     if algo.adv_type == "grpo":
         if algo.group_size < 2:
             raise _fail("algorithm.group_size", algo.group_size, "grpo needs group_size >= 2")
         if env.group_size != algo.group_size:
-            raise _fail("env.train.group_size", env.group_size, f"must equal algorithm.group_size={algo.group_size} for grpo")
+            raise _fail(
+                "env.train.group_size",
+                env.group_size,
+                f"must equal algorithm.group_size={algo.group_size} for grpo",
+            )
         if not env.use_fixed_reset_state_ids:
-            raise _fail("env.train.use_fixed_reset_state_ids", False, "grpo needs true (a group shares one reset state)")
+            raise _fail(
+                "env.train.use_fixed_reset_state_ids",
+                False,
+                "grpo needs true (a group shares one reset state)",
+            )
         if env.auto_reset:
             raise _fail("env.train.auto_reset", True, "grpo scores whole episodes: set false")
     elif not cfg.model.add_value_head:
@@ -191,8 +222,14 @@ def _check_paths(cfg: JobConfig) -> None:
     resume = cfg.runner.resume_dir
     if resume is not None:
         if not os.path.isdir(resume):
-            raise _fail("runner.resume_dir", resume, "no such directory (expected .../checkpoints/global_step_N)")
-        for needed in ("runner_state.pt", os.path.join("actor", ".metadata"), os.path.join("rollout", "model.safetensors")):
+            raise _fail(
+                "runner.resume_dir", resume, "no such directory (expected .../checkpoints/global_step_N)"
+            )
+        for needed in (
+            "runner_state.pt",
+            os.path.join("actor", ".metadata"),
+            os.path.join("rollout", "model.safetensors"),
+        ):
             if not os.path.exists(os.path.join(resume, needed)):
                 raise _fail("runner.resume_dir", resume, f"not a complete checkpoint: {needed} is missing")
     if cfg.rollout.model_dir is not None and not os.path.exists(cfg.rollout.model_dir):
@@ -203,5 +240,7 @@ def _check_backends(cfg: JobConfig) -> None:
     for backend in cfg.runner.logger.logger_backends:
         if backend != "tensorboard" and importlib.util.find_spec(backend) is None:
             raise _fail(
-                "runner.logger.logger_backends", backend, f"{backend} is not installed (.venv/bin/pip install {backend})"
+                "runner.logger.logger_backends",
+                backend,
+                f"{backend} is not installed (.venv/bin/pip install {backend})",
             )

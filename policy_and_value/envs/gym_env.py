@@ -42,7 +42,9 @@ class GymEnv(BatchedEnv):
         else:
             raise ValueError(f"env.tasks={cfg.tasks}: action space {space} is neither Discrete nor Box")
         self._discrete = discrete
-        self.spec = EnvSpec(self.action_dim, self.chunk, obs_dim, None, tuple(self.tasks), discrete, low, high)
+        self.spec = EnvSpec(
+            self.action_dim, self.chunk, obs_dim, None, tuple(self.tasks), discrete, low, high
+        )
         self.rng = np.random.default_rng(seed)
         self._first_seed = seed
         self._obs = np.zeros((num_envs, obs_dim), dtype=np.float32)
@@ -106,7 +108,11 @@ class GymEnv(BatchedEnv):
         ep_length = np.zeros(n, dtype=np.int64)
         for c in range(C):
             a = acts[:, c]
-            a = a[:, 0].round().astype(np.int64) if self._discrete else np.clip(a, self.spec.action_low, self.spec.action_high)
+            a = (
+                a[:, 0].round().astype(np.int64)
+                if self._discrete
+                else np.clip(a, self.spec.action_low, self.spec.action_high)
+            )
             obs, r, te, tr, _ = self.vec.step(a)
             live = ~ended
             rewards[live, c] = r[live] * self.cfg.reward_scale
@@ -167,7 +173,12 @@ class GymEnv(BatchedEnv):
         s = pickle.loads(state)  # noqa: S301 - our own checkpoint
         self.vec.envs = s["envs"]
         self.rng.bit_generator.state = s["rng"]
-        self._obs, self._return, self._length, self._started = s["obs"], s["return"], s["length"], s["started"]
+        self._obs, self._return, self._length, self._started = (
+            s["obs"],
+            s["return"],
+            s["length"],
+            s["started"],
+        )
         self._dead = s["dead"]
 
     def close(self) -> None:

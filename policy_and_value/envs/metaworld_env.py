@@ -72,7 +72,9 @@ class MetaWorldEnv(BatchedEnv):
                 self.renderers.append(r)
         state_dim = 39 if cfg.state_type == "full" else 4
         image_shape = (len(cfg.cameras), cfg.image_size, cfg.image_size) if cfg.use_images else None
-        self.spec = EnvSpec(4, self.chunk, state_dim, image_shape, tuple(self.tasks), None, (-1.0,) * 4, (1.0,) * 4)
+        self.spec = EnvSpec(
+            4, self.chunk, state_dim, image_shape, tuple(self.tasks), None, (-1.0,) * 4, (1.0,) * 4
+        )
         self._state = np.zeros((num_envs, 39))
         self._steps = np.zeros(num_envs, dtype=np.int64)
         self._return = np.zeros(num_envs)
@@ -91,7 +93,9 @@ class MetaWorldEnv(BatchedEnv):
     # ------------------------------------------------------------------ observation
     def _render(self, ids: np.ndarray) -> np.ndarray:
         """uint8 [len(ids), V, H, W, 3] for the given envs."""
-        out = np.empty((len(ids), len(self.cfg.cameras), self.cfg.image_size, self.cfg.image_size, 3), dtype=np.uint8)
+        out = np.empty(
+            (len(ids), len(self.cfg.cameras), self.cfg.image_size, self.cfg.image_size, 3), dtype=np.uint8
+        )
         for j, i in enumerate(ids):
             r = self.renderers[i]
             for v, cam in enumerate(self.cfg.cameras):
@@ -125,7 +129,9 @@ class MetaWorldEnv(BatchedEnv):
         for i, layout in zip(ids, layouts, strict=True):
             env = self.envs[i]
             env.set_task(self.layouts[i][int(layout)])
-            env._partially_observable = False  # goal in the state vector, as in MT10 (scripted experts read it)
+            env._partially_observable = (
+                False  # goal in the state vector, as in MT10 (scripted experts read it)
+            )
             obs, _ = env.reset()
             self._state[i] = obs
             self._layout_ids[i] = layout
@@ -193,7 +199,13 @@ class MetaWorldEnv(BatchedEnv):
                     self.video.start(ids, obs_now["images"])
             else:
                 self._dead |= finished
-        return obs_now, torch.as_tensor(rewards), torch.as_tensor(terminated), torch.as_tensor(truncated), info
+        return (
+            obs_now,
+            torch.as_tensor(rewards),
+            torch.as_tensor(terminated),
+            torch.as_tensor(truncated),
+            info,
+        )
 
     # ------------------------------------------------------------------ checkpoint
     def get_state(self) -> dict[str, Any]:
@@ -209,7 +221,10 @@ class MetaWorldEnv(BatchedEnv):
         return {
             "envs": envs,
             "rng": copy.deepcopy(self.rng.bit_generator.state),
-            "arrays": {k: getattr(self, k).copy() for k in ("_state", "_steps", "_return", "_success", "_dead", "_layout_ids")},
+            "arrays": {
+                k: getattr(self, k).copy()
+                for k in ("_state", "_steps", "_return", "_success", "_dead", "_layout_ids")
+            },
             "started": self._started,
         }
 
@@ -220,8 +235,12 @@ class MetaWorldEnv(BatchedEnv):
             for f, v in s["model"].items():
                 getattr(env.model, f)[...] = v
             mujoco.mj_setState(env.model, env.data, s["physics"], spec)
-            mujoco.mj_forward(env.model, env.data)  # derived quantities (site/body poses) for obs and rendering
-            mujoco.mj_setState(env.model, env.data, s["physics"], spec)  # forward rewrote the solver warm-start
+            mujoco.mj_forward(
+                env.model, env.data
+            )  # derived quantities (site/body poses) for obs and rendering
+            mujoco.mj_setState(
+                env.model, env.data, s["physics"], spec
+            )  # forward rewrote the solver warm-start
         self.rng.bit_generator.state = state["rng"]
         for k, v in state["arrays"].items():
             setattr(self, k, v.copy())

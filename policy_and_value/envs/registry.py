@@ -10,7 +10,9 @@ from policy_and_value.envs.base import BatchedEnv
 ENV_TYPES = ("metaworld", "gym")
 
 
-def make_env(cfg: EnvConfig, num_envs: int, seed: int, rank: int = 0, video_dir: str | None = None) -> BatchedEnv:
+def make_env(
+    cfg: EnvConfig, num_envs: int, seed: int, rank: int = 0, video_dir: str | None = None
+) -> BatchedEnv:
     """Build ``num_envs`` batched envs of ``cfg.env_type``; ``rank`` spreads tasks and seeds over workers."""
     if cfg.env_type == "gym":
         from policy_and_value.envs.gym_env import GymEnv

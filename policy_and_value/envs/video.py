@@ -43,7 +43,11 @@ class EpisodeVideoWriter:
         top = np.full((STRIP * scale, w, 3), 32, dtype=np.uint8)
         top[:, : STRIP * scale] = (40, 200, 40) if success else (200, 40, 40)
         bar = int((w - STRIP * scale) * float(np.clip(reward / REWARD_SCALE, 0, 1)))
-        top[STRIP // 3 * scale : -(STRIP // 3) * scale or None, STRIP * scale : STRIP * scale + bar] = (230, 200, 60)
+        top[STRIP // 3 * scale : -(STRIP // 3) * scale or None, STRIP * scale : STRIP * scale + bar] = (
+            230,
+            200,
+            60,
+        )
         bottom = np.full((STRIP // 2 * scale, w, 3), 32, dtype=np.uint8)
         bottom[:, : int(w * min(1.0, step / self.max_steps))] = (120, 120, 220)
         return np.concatenate([top, frame, bottom], axis=0)

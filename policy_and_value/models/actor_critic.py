@@ -81,7 +81,13 @@ class ImageEncoder(nn.Module):
 class ActorCritic(BasePolicy):
     """Gaussian (or categorical) actor over action chunks with a value head."""
 
-    def __init__(self, cfg: ModelConfig, spec: EnvSpec, logprob_type: str = "action_level", value_per_action: bool = False):
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        spec: EnvSpec,
+        logprob_type: str = "action_level",
+        value_per_action: bool = False,
+    ):
         super().__init__()
         self.spec = spec
         self.logprob_type = logprob_type
@@ -153,7 +159,9 @@ class ActorCritic(BasePolicy):
         per_action = per_token.sum(-1)
         return per_action if self.logprob_type == "action_level" else per_action.sum(-1)
 
-    def _logprob_entropy(self, dist: Normal | Categorical, raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _logprob_entropy(
+        self, dist: Normal | Categorical, raw: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         if self.discrete:
             lp = dist.log_prob(raw[..., 0].long()).unsqueeze(-1)
             ent = dist.entropy().unsqueeze(-1)
@@ -172,7 +180,9 @@ class ActorCritic(BasePolicy):
         else:
             raw = dist.sample() if mode == "train" else dist.mean
         logprob, _ = self._logprob_entropy(dist, raw)
-        return PolicyOutput(actions=raw, logprob=logprob, value=self._value(feats), replay={"raw_actions": raw})
+        return PolicyOutput(
+            actions=raw, logprob=logprob, value=self._value(feats), replay={"raw_actions": raw}
+        )
 
     def evaluate(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
         """Log-prob, value and entropy of the recorded raw actions under the current weights."""

@@ -43,7 +43,9 @@ def commit(tmp: str, final: str) -> None:
 
 def save_runner_state(directory: str, global_step: int, state: dict[str, Any]) -> None:
     """Non-weight state (RNGs, env states). Python objects are pickled into one bytes field."""
-    torch.save({"global_step": global_step, "state": pickle.dumps(state)}, os.path.join(directory, RUNNER_STATE))
+    torch.save(
+        {"global_step": global_step, "state": pickle.dumps(state)}, os.path.join(directory, RUNNER_STATE)
+    )
 
 
 def load_runner_state(directory: str) -> tuple[int, dict[str, Any]]:

@@ -9,7 +9,9 @@ from typing import Any
 class MetricLogger:
     """Writes scalar dicts to every backend in ``logger_backends``."""
 
-    def __init__(self, log_dir: str, backends: list[str], project: str, experiment: str, config: dict[str, Any]):
+    def __init__(
+        self, log_dir: str, backends: list[str], project: str, experiment: str, config: dict[str, Any]
+    ):
         self.sinks: list[Any] = []
         self.tb = None
         if "tensorboard" in backends:
@@ -25,7 +27,9 @@ class MetricLogger:
         if "swanlab" in backends:
             import swanlab
 
-            self.swanlab = swanlab.init(project=project, experiment_name=experiment, config=config, logdir=log_dir)
+            self.swanlab = swanlab.init(
+                project=project, experiment_name=experiment, config=config, logdir=log_dir
+            )
 
     def log(self, metrics: dict[str, float], step: int) -> None:
         """Write one step's scalars."""

@@ -117,12 +117,18 @@ class EmbodiedRunner:
             for _ in range(self.cfg.algorithm.n_chunk_steps):
                 for st in self.streams:
                     key = f"r{epoch}e{st.env_rank}s{st.stage}"
-                    actions = self.rollout.workers[st.rollout_rank].predict.remote(key, outs[(st.env_rank, st.stage)])
-                    outs[(st.env_rank, st.stage)] = self.env.workers[st.env_rank].step.remote(st.stage, actions)
+                    actions = self.rollout.workers[st.rollout_rank].predict.remote(
+                        key, outs[(st.env_rank, st.stage)]
+                    )
+                    outs[(st.env_rank, st.stage)] = self.env.workers[st.env_rank].step.remote(
+                        st.stage, actions
+                    )
             done = []
             for st in self.streams:
                 key = f"r{epoch}e{st.env_rank}s{st.stage}"
-                done.append(self.rollout.workers[st.rollout_rank].finish.remote(key, outs[(st.env_rank, st.stage)]))
+                done.append(
+                    self.rollout.workers[st.rollout_rank].finish.remote(key, outs[(st.env_rank, st.stage)])
+                )
                 keys.append((key, st))
             ray.get(done)
         if self.cfg.rollout.enable_offload:
@@ -192,7 +198,10 @@ class EmbodiedRunner:
     def compute_shares(self, start: float, end: float) -> dict[str, float]:
         """Share of [start, end] covered by env, model (rollout + actor) and any compute; the rest is
         transfers, weight sync and waiting."""
-        busy = {g.component: [iv for ivs in g.get("pop_busy") for iv in ivs] for g in (self.env, self.rollout, self.actor)}
+        busy = {
+            g.component: [iv for ivs in g.get("pop_busy") for iv in ivs]
+            for g in (self.env, self.rollout, self.actor)
+        }
         span = max(end - start, 1e-9)
         every = busy["env"] + busy["rollout"] + busy["actor"]
         return {
@@ -222,7 +231,9 @@ class EmbodiedRunner:
                     actions = self.rollout.workers[st.rollout_rank].predict.remote(
                         "eval", outs[(st.env_rank, st.stage)], "eval"
                     )
-                    outs[(st.env_rank, st.stage)] = self.env.workers[st.env_rank].eval_step.remote(st.stage, actions)
+                    outs[(st.env_rank, st.stage)] = self.env.workers[st.env_rank].eval_step.remote(
+                        st.stage, actions
+                    )
             ray.get(list(outs.values()))
             stats.extend(ray.get(self.env.call("eval_pop_stats")))
         return {f"eval/{k}": v for k, v in merge_stats(stats).items()}
@@ -235,7 +246,9 @@ class EmbodiedRunner:
         tmp = ckpt.temp_dir_for(final)
         actor_extra = ray.get(self.actor.call("save_checkpoint", os.path.join(tmp, "actor")))
         os.makedirs(os.path.join(tmp, "rollout"))
-        ray.get(self.rollout.workers[0].save_weights.remote(os.path.join(tmp, "rollout", "model.safetensors")))
+        ray.get(
+            self.rollout.workers[0].save_weights.remote(os.path.join(tmp, "rollout", "model.safetensors"))
+        )
         state = {
             "actor": actor_extra,
             "rollout_rng": ray.get(self.rollout.call("get_rng_state")),
@@ -254,7 +267,11 @@ class EmbodiedRunner:
         step, state = ckpt.load_runner_state(directory)
         actor_dir = os.path.join(os.path.abspath(directory), "actor")
         ray.get(self.actor.call_each("load_checkpoint", [(actor_dir, x) for x in state["actor"]]))
-        ray.get(self.rollout.call("load_weights", os.path.join(os.path.abspath(directory), "rollout", "model.safetensors")))
+        ray.get(
+            self.rollout.call(
+                "load_weights", os.path.join(os.path.abspath(directory), "rollout", "model.safetensors")
+            )
+        )
         ray.get(self.rollout.call_each("set_rng_state", [(x,) for x in state["rollout_rng"]]))
         ray.get(self.env.call_each("set_state", [(x,) for x in state["env"]]))
         set_rng_state(state["driver_rng"])
@@ -267,7 +284,11 @@ class EmbodiedRunner:
 
         rcfg = self.cfg.runner
         bar = tqdm(
-            total=rcfg.max_steps, initial=self.global_step, disable=not rcfg.progress_bar, desc="train", dynamic_ncols=True
+            total=rcfg.max_steps,
+            initial=self.global_step,
+            disable=not rcfg.progress_bar,
+            desc="train",
+            dynamic_ncols=True,
         )
         if self.cfg.env.eval is not None and rcfg.val_check_interval > 0 and self.global_step == 0:
             self.first_eval = self.evaluate()
@@ -275,11 +296,17 @@ class EmbodiedRunner:
         while self.global_step < rcfg.max_steps:
             metrics = self.step()
             self.global_step += 1
-            if self.cfg.env.eval is not None and rcfg.val_check_interval > 0 and self.global_step % rcfg.val_check_interval == 0:
+            if (
+                self.cfg.env.eval is not None
+                and rcfg.val_check_interval > 0
+                and self.global_step % rcfg.val_check_interval == 0
+            ):
                 self.last_eval = self.evaluate()
                 metrics.update(self.last_eval)
             self.metrics.log(metrics, self.global_step)
-            if rcfg.save_interval > 0 and (self.global_step % rcfg.save_interval == 0 or self.global_step == rcfg.max_steps):
+            if rcfg.save_interval > 0 and (
+                self.global_step % rcfg.save_interval == 0 or self.global_step == rcfg.max_steps
+            ):
                 self.save_checkpoint()
             with open(os.path.join(self.log_dir, "metrics.jsonl"), "a") as f:
                 f.write(json.dumps({"step": self.global_step, **metrics}) + "\n")

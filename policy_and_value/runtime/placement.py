@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 COMPONENTS = ("env", "rollout", "actor")
-ALLOWED = "'all', an index '3', a list '0,2,3', a range '0-3', a mix '0-3,5', or 'DEVICES:PROCESSES' like '0-1:0-3'"
+ALLOWED = (
+    "'all', an index '3', a list '0,2,3', a range '0-3', a mix '0-3,5', or 'DEVICES:PROCESSES' like '0-1:0-3'"
+)
 
 
 class PlacementError(ValueError):
@@ -50,8 +52,15 @@ class Placement:
         """One line per used device: which ranks live there."""
         lines = []
         for dev in sorted(self._per_device):
-            ranks = [f"{s.component}[{s.rank}]" for comp in self.slots.values() for s in comp if s.global_device == dev]
-            lines.append(f"node {dev // self.devices_per_node} device {dev % self.devices_per_node}: {' '.join(ranks)}")
+            ranks = [
+                f"{s.component}[{s.rank}]"
+                for comp in self.slots.values()
+                for s in comp
+                if s.global_device == dev
+            ]
+            lines.append(
+                f"node {dev // self.devices_per_node} device {dev % self.devices_per_node}: {' '.join(ranks)}"
+            )
         return "\n".join(lines)
 
 
@@ -76,7 +85,9 @@ def _parse_indices(text: str, key: str, value: str, limit: int) -> list[int]:
                 f"config error: cluster.component_placement.{key}={value!r}: cannot parse {part!r}; allowed: {ALLOWED}"
             ) from None
     if len(set(out)) != len(out):
-        raise PlacementError(f"config error: cluster.component_placement.{key}={value!r}: an index is listed twice")
+        raise PlacementError(
+            f"config error: cluster.component_placement.{key}={value!r}: an index is listed twice"
+        )
     return out
 
 
@@ -137,7 +148,8 @@ def parse_placement(
     for name in components:
         devs = assigned[name]
         slots[name] = [
-            ProcessSlot(name, r, len(devs), d // devices_per_node, d % devices_per_node, d) for r, d in enumerate(devs)
+            ProcessSlot(name, r, len(devs), d // devices_per_node, d % devices_per_node, d)
+            for r, d in enumerate(devs)
         ]
         for d in devs:
             per_device[d] = per_device.get(d, 0) + 1

@@ -18,7 +18,9 @@ class WorkerGroup:
     partial sharing and separation are all expressed in Ray's own resource accounting.
     """
 
-    def __init__(self, worker_cls: type, component: str, placement: Placement, cluster: Cluster, **kwargs: Any):
+    def __init__(
+        self, worker_cls: type, component: str, placement: Placement, cluster: Cluster, **kwargs: Any
+    ):
         self.component = component
         self.slots: list[ProcessSlot] = placement.slots[component]
         remote_cls = ray.remote(worker_cls)

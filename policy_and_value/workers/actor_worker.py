@@ -58,7 +58,10 @@ class ActorWorker(Worker):
         algo = cfg.algorithm
         torch.manual_seed(cfg.runner.seed)  # identical initial weights on every rank and the rollout
         self.policy = make_policy(
-            cfg.model, spec, logprob_type=algo.logprob_type, value_per_action=algo.reward_type == "action_level"
+            cfg.model,
+            spec,
+            logprob_type=algo.logprob_type,
+            value_per_action=algo.reward_type == "action_level",
         ).to(self.device)
         torch.manual_seed(cfg.runner.seed + 30_000 + rank)
         self.optimizer = build_optimizer(self.policy, cfg.actor.optim)
@@ -84,9 +87,13 @@ class ActorWorker(Worker):
         backend = self.cfg.actor.backend
         if backend == "auto":
             backend = "nccl" if self.device.type == "cuda" else "gloo"
-        dist.init_process_group(backend, init_method=f"tcp://{host}:{port}", rank=self.rank, world_size=self.world_size)
+        dist.init_process_group(
+            backend, init_method=f"tcp://{host}:{port}", rank=self.rank, world_size=self.world_size
+        )
         if self.world_size > 1:
-            self.model = DDP(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+            self.model = DDP(
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None
+            )
         self.group_ready = True
 
     # ------------------------------------------------------------------ weights
@@ -151,7 +158,9 @@ class ActorWorker(Worker):
         algo = self.cfg.algorithm
         mask = traj["loss_mask"]
         if algo.adv_type == "gae":
-            adv, ret = compute_gae(traj["rewards"], traj["values"], traj["dones"], algo.gamma, algo.gae_lambda)
+            adv, ret = compute_gae(
+                traj["rewards"], traj["values"], traj["dones"], algo.gamma, algo.gae_lambda
+            )
         else:
             adv = compute_grpo(traj["rewards"], mask, algo.group_size)
             ret = torch.zeros_like(adv)
@@ -260,7 +269,9 @@ class ActorWorker(Worker):
         """Restore model, optimiser and scheduler from DCP, and this rank's RNG state."""
         state = self._state()
         dcp.load(state, checkpoint_id=path)
-        set_state_dict(self.policy, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+        set_state_dict(
+            self.policy, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"]
+        )
         self.scheduler.load_state_dict(state["scheduler"])
         self.set_rng_state(extra["rng"])
         self.shuffle_gen.set_state(extra["shuffle"])
@@ -293,4 +304,3 @@ def _optimizer_to(optimizer: torch.optim.Optimizer, device: torch.device) -> Non
         for k, v in state.items():
             if isinstance(v, torch.Tensor):
                 state[k] = v.to(device)
-

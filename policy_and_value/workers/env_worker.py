@@ -17,7 +17,6 @@ import torch
 from policy_and_value.config.schema import EnvConfig, JobConfig
 from policy_and_value.envs.base import BatchedEnv, EnvSpec
 from policy_and_value.workers.base import Worker
-from policy_and_value.workers.trajectory import obs_index
 
 EnvOutput = dict[str, Any]
 
@@ -51,7 +50,11 @@ class EpisodeStats:
             self.episodes[f"{task}/return"].append(float(ep["return"][j]))
 
     def pop(self) -> dict[str, Any]:
-        out = {"episodes": dict(self.episodes), "reward_sum": self.reward_sum, "reward_count": self.reward_count}
+        out = {
+            "episodes": dict(self.episodes),
+            "reward_sum": self.reward_sum,
+            "reward_count": self.reward_count,
+        }
         self.__init__()
         return out
 
@@ -113,7 +116,9 @@ class EnvWorker(Worker):
             next_alive &= ~done
         self.obs[stage] = obs
         self.alive[stage] = next_alive
-        return self._output(obs, next_alive, rewards, terminated & alive, truncated & alive, info.get("final_obs"))
+        return self._output(
+            obs, next_alive, rewards, terminated & alive, truncated & alive, info.get("final_obs")
+        )
 
     @staticmethod
     def _output(obs, alive, rewards=None, terminated=None, truncated=None, final_obs=None) -> EnvOutput:
@@ -151,7 +156,9 @@ class EnvWorker(Worker):
                     n,
                     seed=10_000_000 + self.cfg.runner.seed * 1000 + self.rank * self.stage_num + s,
                     rank=self.rank * self.stage_num + s,
-                    video_dir=video_dir if (ecfg.video_cfg.save_video and self.rank == 0 and s == 0) else None,
+                    video_dir=video_dir
+                    if (ecfg.video_cfg.save_video and self.rank == 0 and s == 0)
+                    else None,
                 )
                 for s in range(self.stage_num)
             ]

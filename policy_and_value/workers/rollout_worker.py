@@ -167,5 +167,6 @@ class RolloutWorker(Worker):
 def _to(obs: dict[str, Any], device: torch.device) -> dict[str, Any]:
     if device.type == "cpu":
         return obs
-    return {k: (v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v) for k, v in obs.items()}
-
+    return {
+        k: (v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v) for k, v in obs.items()
+    }

@@ -61,7 +61,10 @@ def _map(x: Any, fn_tensor, fn_array) -> Any:
 
 def shard_columns(shard: dict[str, Any], start: int, end: int) -> dict[str, Any]:
     """Envs ``start:end`` (dim 1) of a shard."""
-    return {k: _map(v, lambda t: t[:, start:end].clone(), lambda a: a[:, start:end].copy()) for k, v in shard.items()}
+    return {
+        k: _map(v, lambda t: t[:, start:end].clone(), lambda a: a[:, start:end].copy())
+        for k, v in shard.items()
+    }
 
 
 def cat_shards(shards: list[dict[str, Any]]) -> dict[str, Any]:

@@ -20,7 +20,9 @@ def test_ratio_one_gives_minus_mean_advantage_and_no_clipping():
     adv = torch.randn(6)
     loss, m = ppo_policy_loss(lp, lp.clone(), adv, torch.ones(6), 0.2, 0.3)
     assert loss.item() == pytest.approx(-adv.mean().item(), abs=1e-6)
-    assert m["clip_fraction"] == 0 and m["ratio"] == pytest.approx(1.0) and m["approx_kl"] == pytest.approx(0.0)
+    assert (
+        m["clip_fraction"] == 0 and m["ratio"] == pytest.approx(1.0) and m["approx_kl"] == pytest.approx(0.0)
+    )
 
 
 def test_asymmetric_clipping_both_sides():

@@ -1,7 +1,6 @@
 """Config validation: all shipped configs load; bad configs fail before any work with one clear line."""
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,8 +34,16 @@ def checkpoint_missing_actor(tmp_path):
 
 BAD = [
     # (config, overrides, fragments the one-line message must contain)
-    ("ppo_gym_cartpole", ["actor.micro_batch_size=0"], ["actor.micro_batch_size=0", "greater than or equal to 1"]),
-    ("ppo_gym_cartpole", ["actor.micro_batchsize=3"], ["actor.micro_batchsize", "unknown key", "micro_batch_size"]),
+    (
+        "ppo_gym_cartpole",
+        ["actor.micro_batch_size=0"],
+        ["actor.micro_batch_size=0", "greater than or equal to 1"],
+    ),
+    (
+        "ppo_gym_cartpole",
+        ["actor.micro_batchsize=3"],
+        ["actor.micro_batchsize", "unknown key", "micro_batch_size"],
+    ),
     ("ppo_gym_cartpole", ["runner.max_steps=abc"], ["runner.max_steps", "abc"]),
     ("ppo_gym_cartpole", ["runner.max_steps=-2"], ["runner.max_steps=-2"]),
     ("ppo_gym_cartpole", ["algorithm.gamma=1.5"], ["algorithm.gamma=1.5", "less than or equal to 1"]),
@@ -51,32 +58,97 @@ BAD = [
     ("ppo_gym_cartpole", ["actor.optim.lr_scheduler=linear"], ["actor.optim.lr_scheduler", "cosine"]),
     ("ppo_gym_cartpole", ["actor.optim.min_lr_ratio=2"], ["actor.optim.min_lr_ratio=2"]),
     ("ppo_gym_cartpole", ["runner.logger.logger_backends=[tensorbord]"], ["logger_backends", "tensorboard"]),
-    ("ppo_gym_cartpole", ["runner.logger.logger_backends=[wandb]"], ["logger_backends", "wandb", "pip install"]),
+    (
+        "ppo_gym_cartpole",
+        ["runner.logger.logger_backends=[wandb]"],
+        ["logger_backends", "wandb", "pip install"],
+    ),
     ("ppo_gym_cartpole", ["env.train.env_type=mujoco"], ["env.train.env_type", "metaworld", "gym"]),
     ("ppo_gym_cartpole", ["env.train.tasks=[CartPole-v1,Pendulum-v1]"], ["env.train.tasks", "exactly one"]),
     ("ppo_gym_cartpole", ["env.train.num_envs=0"], ["env.train.num_envs=0"]),
     ("ppo_gym_cartpole", ["model.policy_type=transformer"], ["model.policy_type", "mlp_actor_critic"]),
     ("ppo_gym_cartpole", ["model.hidden_dims=[]"], ["model.hidden_dims"]),
     ("ppo_gym_cartpole", ["cluster.num_nodes=0"], ["cluster.num_nodes=0"]),
-    ("ppo_gym_cartpole", ["cluster=separate", "cluster.component_placement.actor=5"], ["component_placement.actor='5'", "device 5 does not exist"]),
-    ("ppo_gym_cartpole", ["cluster=separate", "cluster.component_placement.actor=0-"], ["component_placement.actor='0-'", "cannot parse"]),
-    ("ppo_gym_cartpole", ["cluster=separate", "~cluster.component_placement.actor"], ["component_placement", "no placement for actor"]),
-    ("ppo_gym_cartpole", ["cluster=separate", "+cluster.component_placement.learner=0"], ["unknown component 'learner'"]),
-    ("ppo_gym_cartpole", ["cluster=separate", "cluster.num_devices_per_node=2"], ["component_placement.actor='2'", "device 2 does not exist"]),
-    ("ppo_gym_cartpole", ["actor.global_batch_size=300"], ["actor.global_batch_size=300", "multiple of actor.micro_batch_size"]),
-    ("ppo_gym_cartpole", ["actor.global_batch_size=384", "actor.micro_batch_size=128"], ["actor.global_batch_size=384", "must divide the 256 samples"]),
-    ("ppo_gym_cartpole", ["cluster=partial_sharing", "actor.micro_batch_size=256"], ["actor.global_batch_size=256", "2"]),
-    ("ppo_gym_cartpole", ["cluster=partial_sharing", "cluster.component_placement.env=0-1", "env.train.num_envs=7"], ["env.train.num_envs=7", "2 env ranks"]),
+    (
+        "ppo_gym_cartpole",
+        ["cluster=separate", "cluster.component_placement.actor=5"],
+        ["component_placement.actor='5'", "device 5 does not exist"],
+    ),
+    (
+        "ppo_gym_cartpole",
+        ["cluster=separate", "cluster.component_placement.actor=0-"],
+        ["component_placement.actor='0-'", "cannot parse"],
+    ),
+    (
+        "ppo_gym_cartpole",
+        ["cluster=separate", "~cluster.component_placement.actor"],
+        ["component_placement", "no placement for actor"],
+    ),
+    (
+        "ppo_gym_cartpole",
+        ["cluster=separate", "+cluster.component_placement.learner=0"],
+        ["unknown component 'learner'"],
+    ),
+    (
+        "ppo_gym_cartpole",
+        ["cluster=separate", "cluster.num_devices_per_node=2"],
+        ["component_placement.actor='2'", "device 2 does not exist"],
+    ),
+    (
+        "ppo_gym_cartpole",
+        ["actor.global_batch_size=300"],
+        ["actor.global_batch_size=300", "multiple of actor.micro_batch_size"],
+    ),
+    (
+        "ppo_gym_cartpole",
+        ["actor.global_batch_size=384", "actor.micro_batch_size=128"],
+        ["actor.global_batch_size=384", "must divide the 256 samples"],
+    ),
+    (
+        "ppo_gym_cartpole",
+        ["cluster=partial_sharing", "actor.micro_batch_size=256"],
+        ["actor.global_batch_size=256", "2"],
+    ),
+    (
+        "ppo_gym_cartpole",
+        ["cluster=partial_sharing", "cluster.component_placement.env=0-1", "env.train.num_envs=7"],
+        ["env.train.num_envs=7", "2 env ranks"],
+    ),
     ("ppo_gym_cartpole", ["rollout.pipeline_stage_num=3"], ["env.train.num_envs=8", "pipeline_stage_num=3"]),
-    ("ppo_gym_cartpole", ["cluster=partial_sharing", "cluster.component_placement.rollout=0-1", "rollout.pipeline_stage_num=1", "actor.micro_batch_size=128"], ["rollout.pipeline_stage_num=1", "rollout ranks"]),
-    ("ppo_gym_cartpole", ["algorithm.logprob_type=chunk_level", "algorithm.reward_type=action_level"], ["algorithm.logprob_type='chunk_level'", "reward_type=chunk_level"]),
+    (
+        "ppo_gym_cartpole",
+        [
+            "cluster=partial_sharing",
+            "cluster.component_placement.rollout=0-1",
+            "rollout.pipeline_stage_num=1",
+            "actor.micro_batch_size=128",
+        ],
+        ["rollout.pipeline_stage_num=1", "rollout ranks"],
+    ),
+    (
+        "ppo_gym_cartpole",
+        ["algorithm.logprob_type=chunk_level", "algorithm.reward_type=action_level"],
+        ["algorithm.logprob_type='chunk_level'", "reward_type=chunk_level"],
+    ),
     ("ppo_gym_cartpole", ["algorithm.adv_type=grpo"], ["algorithm.group_size=1", "group_size >= 2"]),
-    ("ppo_gym_cartpole", ["algorithm.adv_type=grpo", "algorithm.group_size=4"], ["env.train.group_size=1", "algorithm.group_size=4"]),
+    (
+        "ppo_gym_cartpole",
+        ["algorithm.adv_type=grpo", "algorithm.group_size=4"],
+        ["env.train.group_size=1", "algorithm.group_size=4"],
+    ),
     ("ppo_gym_cartpole", ["model.add_value_head=false"], ["model.add_value_head=False", "value head"]),
-    ("ppo_gym_cartpole", ["runner.resume_dir=/nonexistent/global_step_3"], ["runner.resume_dir='/nonexistent/global_step_3'", "no such directory"]),
+    (
+        "ppo_gym_cartpole",
+        ["runner.resume_dir=/nonexistent/global_step_3"],
+        ["runner.resume_dir='/nonexistent/global_step_3'", "no such directory"],
+    ),
     ("ppo_gym_cartpole", ["rollout.model_dir=/nonexistent/model"], ["rollout.model_dir", "no such file"]),
     ("ppo_gym_cartpole", ["~env.eval"], ["runner.val_check_interval=20", "env.eval"]),
-    ("ppo_gym_cartpole", ["env.eval.num_action_chunks=2"], ["env.eval.num_action_chunks=2", "env.train.num_action_chunks=1"]),
+    (
+        "ppo_gym_cartpole",
+        ["env.eval.num_action_chunks=2"],
+        ["env.eval.num_action_chunks=2", "env.train.num_action_chunks=1"],
+    ),
     ("ppo_metaworld", ["env.train.tasks=[reach-v2]"], ["env.train.tasks='reach-v2'", "reach-v3"]),
     ("ppo_metaworld", ["env.train.cameras=[front]"], ["env.train.cameras='front'", "gripperPOV"]),
     ("ppo_metaworld", ["env.train.image_size=4"], ["env.train.image_size=4"]),
@@ -109,13 +181,19 @@ def test_cli_rejects_bad_override_with_exit_2_before_starting_ray():
         timeout=120,
     )
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "config error: actor.micro_batch_size=0: input should be greater than or equal to 1"
+    assert (
+        proc.stderr.strip()
+        == "config error: actor.micro_batch_size=0: input should be greater than or equal to 1"
+    )
     assert "ray" not in proc.stdout.lower()
 
 
 def test_cli_help_lists_configs():
     proc = subprocess.run(
-        ["bash", str(REPO / "scripts" / "run_embodiment.sh"), "--help"], capture_output=True, text=True, timeout=120
+        ["bash", str(REPO / "scripts" / "run_embodiment.sh"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0
     for name in ("ppo_metaworld", "ppo_gym_cartpole", "grpo_metaworld"):

@@ -7,7 +7,11 @@ from policy_and_value.envs import make_env
 
 
 def _env(task="CartPole-v1", n=3, chunk=4, max_steps=30, seed=0, **kw):
-    return make_env(EnvConfig(env_type="gym", tasks=[task], num_action_chunks=chunk, max_episode_steps=max_steps, **kw), n, seed)
+    return make_env(
+        EnvConfig(env_type="gym", tasks=[task], num_action_chunks=chunk, max_episode_steps=max_steps, **kw),
+        n,
+        seed,
+    )
 
 
 def _actions(n, chunk, discrete=True, steps=30, seed=0):

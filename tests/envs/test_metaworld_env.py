@@ -12,7 +12,13 @@ pytestmark = pytest.mark.slow
 
 
 def _cfg(**kw):
-    base = dict(env_type="metaworld", tasks=["reach-v3", "push-v3"], num_action_chunks=4, max_episode_steps=12, image_size=32)
+    base = dict(
+        env_type="metaworld",
+        tasks=["reach-v3", "push-v3"],
+        num_action_chunks=4,
+        max_episode_steps=12,
+        image_size=32,
+    )
     base.update(kw)
     return EnvConfig(**base)
 
@@ -68,7 +74,9 @@ def test_truncation_auto_reset_and_episode_info():
 
 
 def test_fixed_reset_states_are_shared_within_groups():
-    env = make_env(_cfg(tasks=["reach-v3"], use_images=False, use_fixed_reset_state_ids=True, group_size=2), 4, seed=3)
+    env = make_env(
+        _cfg(tasks=["reach-v3"], use_images=False, use_fixed_reset_state_ids=True, group_size=2), 4, seed=3
+    )
     try:
         obs, info = env.reset()
         ids = info["reset_state_ids"].tolist()
@@ -95,7 +103,9 @@ def test_state_restore_into_a_fresh_env_is_exact():
         second = [b.chunk_step(x) for x in acts[4:]]
         for x, y in zip(first, second, strict=True):
             assert torch.equal(x[1], y[1]) and torch.equal(x[0]["images"], y[0]["images"])
-            assert torch.equal(x[0]["state"], y[0]["state"])  # incl. the goal, which Meta-World clips to its obs bounds
+            assert torch.equal(
+                x[0]["state"], y[0]["state"]
+            )  # incl. the goal, which Meta-World clips to its obs bounds
     finally:
         a.close()
         b.close()
@@ -104,7 +114,9 @@ def test_state_restore_into_a_fresh_env_is_exact():
 def test_videos_are_written_per_episode(tmp_path):
     import imageio.v2 as imageio
 
-    env = make_env(_cfg(video_cfg=VideoConfig(save_video=True, max_envs=1)), 2, seed=0, video_dir=str(tmp_path))
+    env = make_env(
+        _cfg(video_cfg=VideoConfig(save_video=True, max_envs=1)), 2, seed=0, video_dir=str(tmp_path)
+    )
     try:
         env.reset()
         for a in _acts(2, steps=3):

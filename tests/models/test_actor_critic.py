@@ -12,13 +12,19 @@ DISCRETE_SPEC = EnvSpec(1, 2, 4, None, ("CartPole-v1",), 3)
 
 
 def _obs(spec, n=5):
-    obs = {"state": torch.randn(n, spec.state_dim), "task_id": torch.arange(n) % len(spec.tasks), "prompt": ["x"] * n}
+    obs = {
+        "state": torch.randn(n, spec.state_dim),
+        "task_id": torch.arange(n) % len(spec.tasks),
+        "prompt": ["x"] * n,
+    }
     if spec.image_shape:
         obs["images"] = torch.randint(0, 255, (n, *spec.image_shape, 3), dtype=torch.uint8)
     return obs
 
 
-@pytest.mark.parametrize("logprob_type,shape", [("chunk_level", (5,)), ("action_level", (5, 3)), ("token_level", (5, 3, 4))])
+@pytest.mark.parametrize(
+    "logprob_type,shape", [("chunk_level", (5,)), ("action_level", (5, 3)), ("token_level", (5, 3, 4))]
+)
 def test_cnn_policy_shapes_and_exact_recompute(logprob_type, shape):
     policy = make_policy(ModelConfig(policy_type="cnn_actor_critic", obs_norm=True), IMG_SPEC, logprob_type)
     obs = _obs(IMG_SPEC)
@@ -30,7 +36,9 @@ def test_cnn_policy_shapes_and_exact_recompute(logprob_type, shape):
 
 
 def test_discrete_policy_and_value_per_action():
-    policy = make_policy(ModelConfig(policy_type="mlp_actor_critic"), DISCRETE_SPEC, "action_level", value_per_action=True)
+    policy = make_policy(
+        ModelConfig(policy_type="mlp_actor_critic"), DISCRETE_SPEC, "action_level", value_per_action=True
+    )
     out = policy.predict(_obs(DISCRETE_SPEC))
     assert out.actions.shape == (5, 2, 1) and set(out.actions.unique().tolist()) <= {0.0, 1.0, 2.0}
     assert out.value.shape == (5, 2)
@@ -51,7 +59,13 @@ def test_gradients_reach_encoder_heads_and_log_std():
     out = policy.predict(obs)
     lp, v, ent = policy.evaluate({"obs": obs, **out.replay})
     (lp.sum() + v.sum() + ent.sum()).backward()
-    for name in ("image_encoder.conv.0.weight", "actor_head.weight", "value_head.weight", "log_std", "task_embed.weight"):
+    for name in (
+        "image_encoder.conv.0.weight",
+        "actor_head.weight",
+        "value_head.weight",
+        "log_std",
+        "task_embed.weight",
+    ):
         assert dict(policy.named_parameters())[name].grad is not None, name
 
 

@@ -45,7 +45,9 @@ def test_resume_reproduces_uninterrupted_run(tmp_path):
     assert (ckpt / "actor" / ".metadata").exists()
     assert (ckpt / "rollout" / "model.safetensors").exists()
     assert (ckpt / "runner_state.pt").exists()
-    resumed = _run(tmp_path, "resumed", ["runner.max_steps=4", "runner.save_interval=-1", f"runner.resume_dir={ckpt}"])
+    resumed = _run(
+        tmp_path, "resumed", ["runner.max_steps=4", "runner.save_interval=-1", f"runner.resume_dir={ckpt}"]
+    )
     assert [r["step"] for r in resumed] == [3, 4]
     for a, b in zip(full[2:], resumed, strict=True):
         assert _comparable(a) == _comparable(b)
@@ -66,8 +68,12 @@ def test_resume_reproduces_uninterrupted_run(tmp_path):
         ["cluster=shared"],
         ["cluster=partial_sharing"],
         ["cluster=separate"],
-        ["cluster=partial_sharing", "cluster.component_placement.env=0-1", "cluster.component_placement.rollout=0-1",
-         "cluster.component_placement.actor='0-1:0-3'"],
+        [
+            "cluster=partial_sharing",
+            "cluster.component_placement.env=0-1",
+            "cluster.component_placement.rollout=0-1",
+            "cluster.component_placement.actor='0-1:0-3'",
+        ],
     ],
     ids=["shared", "partial", "separate", "packed"],
 )

@@ -35,13 +35,18 @@ SMALL = [
 
 
 def _run(tmp_path: Path, name: str, extra: list[str]) -> list[dict]:
-    cfg = load_config("ppo_metaworld_2actors", [*SMALL, f"runner.logger.log_path={tmp_path}", f"runner.logger.experiment_name={name}", *extra])
+    cfg = load_config(
+        "ppo_metaworld_2actors",
+        [*SMALL, f"runner.logger.log_path={tmp_path}", f"runner.logger.experiment_name={name}", *extra],
+    )
     run_job(cfg)
     return [json.loads(x) for x in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
 
 
 def test_two_actor_ranks_train_save_resume_convert(tmp_path):
-    full = _run(tmp_path, "full", ["runner.max_steps=4", "runner.save_interval=2", "runner.val_check_interval=2"])
+    full = _run(
+        tmp_path, "full", ["runner.max_steps=4", "runner.save_interval=2", "runner.val_check_interval=2"]
+    )
     assert [r["step"] for r in full] == [1, 2, 3, 4]
     for key in ("env/reach-v3/success_once", "env/push-v3/success_once", "eval/success_once", "train/actor/ratio",
                 "time/outside_compute_share", "train/critic/explained_variance", "rollout/advantages_min"):  # fmt: skip
@@ -51,9 +56,15 @@ def test_two_actor_ranks_train_save_resume_convert(tmp_path):
     assert list((tmp_path / "full" / "tensorboard").glob("events.out.tfevents.*"))
 
     ckpt = tmp_path / "full" / "checkpoints" / "global_step_2"
-    resumed = _run(tmp_path, "resumed", ["runner.max_steps=4", "runner.val_check_interval=2", f"runner.resume_dir={ckpt}"])
+    resumed = _run(
+        tmp_path,
+        "resumed",
+        ["runner.max_steps=4", "runner.val_check_interval=2", f"runner.resume_dir={ckpt}"],
+    )
     for a, b in zip(full[2:], resumed, strict=True):
-        assert {k: v for k, v in a.items() if not k.startswith("time/")} == {k: v for k, v in b.items() if not k.startswith("time/")}
+        assert {k: v for k, v in a.items() if not k.startswith("time/")} == {
+            k: v for k, v in b.items() if not k.startswith("time/")
+        }
 
     out = tmp_path / "export"
     proc = subprocess.run(

@@ -3,7 +3,14 @@
 import numpy as np
 import torch
 
-from policy_and_value.workers.trajectory import cat_shards, flatten_time, obs_index, obs_stack, shard_columns, take
+from policy_and_value.workers.trajectory import (
+    cat_shards,
+    flatten_time,
+    obs_index,
+    obs_stack,
+    shard_columns,
+    take,
+)
 
 
 def _obs(t: int, n: int = 4) -> dict:

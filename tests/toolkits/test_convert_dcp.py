@@ -49,7 +49,14 @@ def test_convert_writes_loadable_state_dict(checkpoint, tmp_path, use_actor_dir,
 
 def test_convert_missing_checkpoint_is_one_line_error(tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--dcp_path", str(tmp_path / "nope"), "--output_path", str(tmp_path / "x.pt")],
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--dcp_path",
+            str(tmp_path / "nope"),
+            "--output_path",
+            str(tmp_path / "x.pt"),
+        ],
         capture_output=True,
         text=True,
         timeout=120,

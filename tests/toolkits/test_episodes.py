@@ -29,7 +29,9 @@ def test_write_and_load_round_trip_with_filters(tmp_path):
         w.write(ep)
     w.close({"reach-v3": {"success_rate": 0.5}})
     ds = EpisodeDataset(str(tmp_path))
-    assert len(ds) == 3 and ds.tasks == ["push-v3", "reach-v3"] and ds.summary["reach-v3"]["success_rate"] == 0.5
+    assert (
+        len(ds) == 3 and ds.tasks == ["push-v3", "reach-v3"] and ds.summary["reach-v3"]["success_rate"] == 0.5
+    )
     back = ds[1]
     for k in ("images", "state", "actions", "rewards", "success"):
         assert np.array_equal(getattr(back, k), getattr(eps[1], k))
@@ -65,7 +67,9 @@ def test_collect_cli_records_expert_and_failed_episodes(tmp_path):
         assert ep.images.shape[1:] == (2, 32, 32, 3) and ep.images.shape[0] == ep.length + 1
         assert ep.state.shape == (ep.length + 1, 39) and ep.actions.shape == (ep.length, 4)
         if not e["forced_failure"]:
-            assert e["success_once"] and ep.success[-1]  # the expert solves reach; the episode ends at success
+            assert (
+                e["success_once"] and ep.success[-1]
+            )  # the expert solves reach; the episode ends at success
     assert ds.summary["reach-v3"]["expert_success_rate"] == 1.0
 
 
@@ -74,4 +78,7 @@ def test_collect_cli_bad_argument_is_one_line(tmp_path):
         [sys.executable, "-m", "toolkits.collect_episodes", "--tasks", "reach-v3", "--fail-fraction", "1.5", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert proc.returncode == 2 and proc.stderr.strip() == "error: --fail-fraction=1.5: allowed: a share in [0, 1]"
+    assert (
+        proc.returncode == 2
+        and proc.stderr.strip() == "error: --fail-fraction=1.5: allowed: a share in [0, 1]"
+    )

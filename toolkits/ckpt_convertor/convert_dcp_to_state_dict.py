@@ -25,7 +25,9 @@ def resolve_dcp_dir(path: str) -> str:
     for candidate in (path, os.path.join(path, "actor")):
         if os.path.isfile(os.path.join(candidate, ".metadata")):
             return candidate
-    raise FileNotFoundError(f"--dcp_path={path}: no DCP checkpoint here (expected a .metadata file in it or in {path}/actor)")
+    raise FileNotFoundError(
+        f"--dcp_path={path}: no DCP checkpoint here (expected a .metadata file in it or in {path}/actor)"
+    )
 
 
 def resolve_output_path(path: str) -> str:

@@ -41,14 +41,25 @@ class EpisodeWriter:
     def __init__(self, root: str, info: dict[str, Any] | None = None):
         self.root = root
         os.makedirs(os.path.join(root, "episodes"), exist_ok=True)
-        self.index: dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "info": info or {}, "episodes": []}
+        self.index: dict[str, Any] = {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "info": info or {},
+            "episodes": [],
+        }
 
     def write(self, ep: Episode) -> str:
         """Store one episode; returns its path relative to the dataset root."""
         rel = os.path.join("episodes", f"episode_{len(self.index['episodes']):06d}.h5")
         path = os.path.join(self.root, rel)
         with h5py.File(path + ".tmp", "w") as f:
-            f.create_dataset("images", data=ep.images, chunks=(1, *ep.images.shape[1:]), compression="gzip", compression_opts=4)
+            f.create_dataset(
+                "images",
+                data=ep.images,
+                chunks=(1, *ep.images.shape[1:]),
+                compression="gzip",
+                compression_opts=4,
+            )
             f.create_dataset("state", data=ep.state.astype(np.float32))
             f.create_dataset("actions", data=ep.actions.astype(np.float32))
             f.create_dataset("rewards", data=ep.rewards.astype(np.float32))
@@ -75,11 +86,15 @@ class EpisodeDataset:
     def __init__(self, root: str, tasks: list[str] | None = None, success: bool | None = None):
         path = os.path.join(root, INDEX)
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"{root}: no {INDEX}; is this a dataset written by toolkits.collect_episodes?")
+            raise FileNotFoundError(
+                f"{root}: no {INDEX}; is this a dataset written by toolkits.collect_episodes?"
+            )
         with open(path) as f:
             index = json.load(f)
         if index.get("format") != FORMAT_NAME or index.get("version") != FORMAT_VERSION:
-            raise ValueError(f"{path}: format {index.get('format')} v{index.get('version')}, expected {FORMAT_NAME} v{FORMAT_VERSION}")
+            raise ValueError(
+                f"{path}: format {index.get('format')} v{index.get('version')}, expected {FORMAT_NAME} v{FORMAT_VERSION}"
+            )
         self.root = root
         self.info = index.get("info", {})
         self.summary = index.get("summary", {})
@@ -97,7 +112,9 @@ class EpisodeDataset:
         entry = self.entries[i]
         with h5py.File(os.path.join(self.root, entry["file"]), "r") as f:
             meta = {k: json.loads(v) for k, v in f.attrs.items()}
-            return Episode(f["images"][()], f["state"][()], f["actions"][()], f["rewards"][()], f["success"][()], meta)
+            return Episode(
+                f["images"][()], f["state"][()], f["actions"][()], f["rewards"][()], f["success"][()], meta
+            )
 
     def read(self, i: int, key: str, index: Any = slice(None)) -> np.ndarray:
         """Part of one array without loading the rest (e.g. a few frames)."""
