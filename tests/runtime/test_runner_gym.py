@@ -73,6 +73,7 @@ def test_resume_reproduces_uninterrupted_run(tmp_path):
             "cluster.component_placement.env=0-1",
             "cluster.component_placement.rollout=0-1",
             "cluster.component_placement.actor='0-1:0-3'",
+            "actor.micro_batch_size=8",
         ],
     ],
     ids=["shared", "partial", "separate", "packed"],
