@@ -77,5 +77,11 @@ class BatchedEnv(abc.ABC):
         if state is not None:
             raise NotImplementedError(f"{type(self).__name__} cannot restore env state")
 
+    def offload(self) -> None:  # noqa: B027 - optional hook
+        """Free accelerator memory between rollouts (``env.enable_offload``); simulators hold none."""
+
+    def onload(self) -> None:  # noqa: B027 - optional hook
+        """Undo ``offload`` before the next rollout."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release simulator resources."""

@@ -107,6 +107,8 @@ class EmbodiedRunner:
         keys: list[tuple[str, Stream]] = []
         if self.cfg.rollout.enable_offload:
             ray.get(self.rollout.call("onload"))
+        if self.cfg.env.enable_offload:
+            ray.get(self.env.call("onload"))
         for epoch in range(self.cfg.algorithm.rollout_epoch):
             outs: dict[tuple[int, int], Any] = {}
             for e, worker in enumerate(self.env.workers):
@@ -133,6 +135,8 @@ class EmbodiedRunner:
             ray.get(done)
         if self.cfg.rollout.enable_offload:
             ray.get(self.rollout.call("offload"))
+        if self.cfg.env.enable_offload:
+            ray.get(self.env.call("offload"))
         return keys
 
     def shard_assignment(self, keys: list[tuple[str, Stream]]) -> list[list[tuple[str, int, int, int]]]:

@@ -135,6 +135,15 @@ class EnvWorker(Worker):
         with self.busy():
             return fn(*args)
 
+    def offload(self) -> None:
+        """Let every env free accelerator memory (world-model envs move their models to CPU)."""
+        for env in self.train_envs:
+            env.offload()
+
+    def onload(self) -> None:
+        for env in self.train_envs:
+            env.onload()
+
     def pop_stats(self) -> dict[str, Any]:
         """Episode statistics since the last call."""
         return self.stats.pop()
