@@ -77,3 +77,27 @@ def test_two_actor_ranks_train_save_resume_convert(tmp_path):
     spec = EnvSpec(4, 4, 39, (1, 32, 32), ("reach-v3", "push-v3"), None, (-1.0,) * 4, (1.0,) * 4)
     policy = make_policy(cfg.model, spec, cfg.algorithm.logprob_type)
     policy.load_state_dict(torch.load(out / "model_state_dict.pt", weights_only=True))
+
+
+def test_grpo_plays_one_episode_per_env_with_group_advantages(tmp_path):
+    cfg = load_config(
+        "grpo_metaworld",
+        [
+            "runner.max_steps=2",
+            "runner.val_check_interval=-1",
+            "env.train.use_images=false",
+            "env.eval.use_images=false",
+            "env.train.max_episode_steps=20",
+            "algorithm.n_chunk_steps=5",
+            "actor.global_batch_size=40",
+            "actor.micro_batch_size=20",
+            "runner.progress_bar=false",
+            f"runner.logger.log_path={tmp_path}",
+        ],
+    )
+    run_job(cfg)
+    rows = [json.loads(x) for x in (tmp_path / "grpo_metaworld" / "metrics.jsonl").read_text().splitlines()]
+    for r in rows:
+        assert r["env/num_episodes"] == 8  # no auto-reset: exactly one episode per env per step
+        assert abs(r["rollout/advantages_mean"]) < 1e-5  # normalised within groups
+        assert "train/critic/value_loss" not in r  # no critic
