@@ -3,7 +3,7 @@
 Each env is a Meta-World task env whose goal/object layout is one of the task's 50 "train tasks"
 (the reset state id). Frames come from a ``mujoco.Renderer`` per env with fast settings (no
 multisampling, shadows or reflections) and are rendered only when an observation is returned (end of
-a chunk), except for envs being recorded to video.
+a chunk), except for envs being recorded to video. Corner-camera frames are rotated upright.
 
 ``state`` is Meta-World's 39-dim observation (hand xyz, gripper opening, object poses, the previous
 frame's values, goal) with ``state_type: full``, or the 4-dim proprioception (hand xyz, gripper)
@@ -29,6 +29,9 @@ from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation  # noqa:
 from policy_and_value.envs.metaworld_tasks import MT50_TASKS, PROMPTS  # noqa: E402
 
 NUM_RESET_STATES = 50
+# Meta-World's corner cameras are rolled 180 degrees in its model file: rotate their frames back
+# (a rotation, not a vertical flip, which would mirror the scene).
+ROTATED_CAMERAS = frozenset({"corner", "corner2", "corner3", "corner4"})
 # Meta-World tasks move bodies and sites (objects, goals) in the *model* at reset: snapshot those too.
 _MODEL_FIELDS = ("body_pos", "body_quat", "site_pos", "site_quat", "eq_data", "eq_type")
 _SNAPSHOT_SKIP = {"model", "data", "mujoco_renderer"}  # the observation bounds (used to clip obs) are kept
@@ -100,7 +103,8 @@ class MetaWorldEnv(BatchedEnv):
             r = self.renderers[i]
             for v, cam in enumerate(self.cfg.cameras):
                 r.update_scene(self.envs[i].data, camera=cam)
-                out[j, v] = r.render()
+                frame = r.render()
+                out[j, v] = frame[::-1, ::-1] if cam in ROTATED_CAMERAS else frame
         return out
 
     def _obs(self) -> Observation:
