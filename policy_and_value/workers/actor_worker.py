@@ -31,7 +31,6 @@ from policy_and_value.algorithms import (
 )
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.envs.base import EnvSpec
-from policy_and_value.models.registry import make_policy
 from policy_and_value.workers.base import Worker
 from policy_and_value.workers.trajectory import cat_shards, flatten_time, take
 
@@ -56,14 +55,7 @@ class ActorWorker(Worker):
         super().__init__(rank, world_size, num_cpus, cfg.runner.seed)
         self.cfg = cfg
         algo = cfg.algorithm
-        torch.manual_seed(cfg.runner.seed)  # identical initial weights on every rank and the rollout
-        self.policy = make_policy(
-            cfg.model,
-            spec,
-            logprob_type=algo.logprob_type,
-            value_per_action=algo.reward_type == "action_level",
-        ).to(self.device)
-        torch.manual_seed(cfg.runner.seed + 30_000 + rank)
+        self.policy = self.build_policy(cfg, spec)  # identical initial weights on every rank and the rollout
         self.optimizer = build_optimizer(self.policy, cfg.actor.optim)
         samples = cfg.env.train.num_envs * algo.n_chunk_steps * algo.rollout_epoch
         opt_steps_per_train_step = algo.update_epoch * max(1, samples // cfg.actor.global_batch_size)

@@ -67,6 +67,21 @@ class Worker:
         out, self._busy = self._busy, []
         return out
 
+    def build_policy(self, cfg: Any, spec: Any) -> Any:
+        """The job's policy with the same initial weights in every worker (seeded by ``runner.seed``);
+        afterwards this worker's own random stream continues from its own seed."""
+        from policy_and_value.models.registry import make_policy
+
+        torch.manual_seed(cfg.runner.seed)
+        policy = make_policy(
+            cfg.model,
+            spec,
+            logprob_type=cfg.algorithm.logprob_type,
+            value_per_action=cfg.algorithm.reward_type == "action_level",
+        ).to(self.device)
+        torch.manual_seed(cfg.runner.seed + COMPONENT_SEED_OFFSET.get(self.component, 0) + self.rank)
+        return policy
+
     def ping(self) -> int:
         """Round-trip check used at start-up."""
         return self.rank

@@ -13,7 +13,6 @@ from safetensors.torch import load_file, save_file
 
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.envs.base import EnvSpec
-from policy_and_value.models.registry import make_policy
 from policy_and_value.workers.base import Worker
 from policy_and_value.workers.env_worker import EnvOutput
 from policy_and_value.workers.trajectory import obs_index, obs_stack, shard_columns
@@ -44,11 +43,7 @@ class RolloutWorker(Worker):
         algo = cfg.algorithm
         self.chunk_level = algo.reward_type == "chunk_level"
         self.gamma = algo.gamma
-        torch.manual_seed(cfg.runner.seed)  # same initial weights as the actor before the first sync
-        self.policy = make_policy(
-            cfg.model, spec, logprob_type=algo.logprob_type, value_per_action=not self.chunk_level
-        ).to(self.device)
-        torch.manual_seed(cfg.runner.seed + 20_000 + rank)
+        self.policy = self.build_policy(cfg, spec)  # same initial weights as the actor
         self.policy.eval()
         self.synced = False
         self.buffers: dict[str, StreamBuffer] = {}

@@ -1,6 +1,5 @@
 """The full Ray runtime on CartPole: placements, exact resume, metrics, clean shutdown on error."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -8,6 +7,7 @@ import ray
 
 from policy_and_value.config import load_config
 from policy_and_value.runner import run_job
+from tests.runtime.jobs import run_and_read
 
 pytestmark = pytest.mark.slow
 
@@ -25,14 +25,7 @@ TINY = [
 
 
 def _run(tmp_path: Path, name: str, extra: list[str]) -> list[dict]:
-    cfg = load_config(
-        "ppo_gym_cartpole",
-        [*TINY, f"runner.logger.log_path={tmp_path}", f"runner.logger.experiment_name={name}", *extra],
-    )
-    run_job(cfg)
-    assert not ray.is_initialized(), "run_job must shut Ray down"
-    lines = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
-    return [json.loads(x) for x in lines]
+    return run_and_read("ppo_gym_cartpole", tmp_path, name, [*TINY, *extra])
 
 
 def _comparable(row: dict) -> dict:

@@ -13,6 +13,7 @@ from policy_and_value.config import load_config
 from policy_and_value.envs.base import EnvSpec
 from policy_and_value.models import make_policy
 from policy_and_value.runner import run_job
+from tests.runtime.jobs import run_and_read
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -35,12 +36,7 @@ SMALL = [
 
 
 def _run(tmp_path: Path, name: str, extra: list[str]) -> list[dict]:
-    cfg = load_config(
-        "ppo_metaworld_2actors",
-        [*SMALL, f"runner.logger.log_path={tmp_path}", f"runner.logger.experiment_name={name}", *extra],
-    )
-    run_job(cfg)
-    return [json.loads(x) for x in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
+    return run_and_read("ppo_metaworld_2actors", tmp_path, name, [*SMALL, *extra])
 
 
 def test_two_actor_ranks_train_save_resume_convert(tmp_path):
