@@ -7,7 +7,7 @@ with one line naming the key. Every model forbids unknown keys.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -111,7 +111,7 @@ class EnvGroupConfig(Strict):
 class ModelConfig(Strict):
     """Policy config; ``policy_type`` picks the class from the policy registry."""
 
-    policy_type: Literal["mlp_actor_critic", "cnn_actor_critic"] = "cnn_actor_critic"
+    policy_type: Literal["mlp_actor_critic", "cnn_actor_critic", "pi0", "pi05"] = "cnn_actor_critic"
     action_dim: int | None = Field(None, ge=1)  # None: taken from the env
     num_action_chunks: int | None = Field(None, ge=1)  # None: taken from env.train
     hidden_dims: list[int] = Field(default_factory=lambda: [64, 64], min_length=1)
@@ -120,6 +120,9 @@ class ModelConfig(Strict):
     init_log_std: float = Field(-0.5, ge=-5.0, le=2.0)
     obs_norm: bool = False  # running mean/std of the state vector
     add_value_head: bool = True
+    # pi0/pi05 only: ``preset`` (tiny, tiny_pi05, pi0, pi05) plus any Pi0Config field, e.g.
+    # noise_method, noise_level, num_steps, joint_logprob, value_after_vlm, train_expert_only, is_lora
+    pi0: dict[str, Any] = Field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------------------- workers

@@ -83,6 +83,7 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
     _check_batches(cfg, ranks)
     _check_algorithm(cfg)
     _check_paths(cfg)
+    _check_pi0(cfg)
     _check_backends(cfg)
     return cfg
 
@@ -234,6 +235,33 @@ def _check_paths(cfg: JobConfig) -> None:
                 raise _fail("runner.resume_dir", resume, f"not a complete checkpoint: {needed} is missing")
     if cfg.rollout.model_dir is not None and not os.path.exists(cfg.rollout.model_dir):
         raise _fail("rollout.model_dir", cfg.rollout.model_dir, "no such file or directory")
+
+
+def _check_pi0(cfg: JobConfig) -> None:
+    """``model.pi0`` keys and values (and a saved policy's config) before any weights are built."""
+    options = dict(cfg.model.pi0)
+    if cfg.model.policy_type not in ("pi0", "pi05"):
+        if options:
+            raise _fail("model.pi0", options, f"only used with model.policy_type pi0 or pi05, not {cfg.model.policy_type}")
+        return
+    from policy_and_value.models.pi0.configuration_pi0 import PRESETS, Pi0Config, make_config
+
+    preset = options.pop("preset", "tiny")
+    if preset not in PRESETS:
+        raise _fail("model.pi0.preset", preset, f"allowed values: {', '.join(sorted(PRESETS))}")
+    known = set(Pi0Config.__dataclass_fields__)
+    for key, value in options.items():
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"did you mean 'model.pi0.{close[0]}'? " if close else ""
+            raise _fail(f"model.pi0.{key}", value, f"unknown key; {hint}allowed: preset, {', '.join(sorted(known))}")
+    try:
+        make_config(preset, **options).validate()
+    except (TypeError, ValueError) as err:
+        raise _fail("model.pi0", dict(cfg.model.pi0), str(err).removeprefix("Pi0Config: ")) from None
+    model_dir = cfg.rollout.model_dir
+    if model_dir is not None and not os.path.isfile(os.path.join(model_dir, "config.json")):
+        raise _fail("rollout.model_dir", model_dir, "a pi0 policy directory needs config.json (written by save_pretrained)")
 
 
 def _check_backends(cfg: JobConfig) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+
+import torch
 
 from policy_and_value.config.schema import ModelConfig
 from policy_and_value.envs.base import EnvSpec
@@ -22,20 +25,44 @@ def register_policy(name: str) -> Callable:
 
 
 def make_policy(
-    model_cfg: ModelConfig, spec: EnvSpec, logprob_type: str = "action_level", value_per_action: bool = False
+    model_cfg: ModelConfig,
+    spec: EnvSpec,
+    logprob_type: str = "action_level",
+    value_per_action: bool = False,
+    model_dir: str | None = None,
 ) -> BasePolicy:
-    """Build the policy named by ``model_cfg.policy_type`` for an env ``spec``."""
-    _register_builtin()
+    """Build the policy named by ``model_cfg.policy_type`` for an env ``spec``; ``model_dir``
+    (``rollout.model_dir``) holds initial weights: a pi0 policy directory, or a ``.pt`` state dict
+    (or a directory with ``model_state_dict.pt``) for the small actor-critics."""
     name = model_cfg.policy_type
+    _register_builtin(name)
     if name not in _REGISTRY:
         raise ValueError(f"model.policy_type={name!r}: allowed values: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name](model_cfg, spec, logprob_type=logprob_type, value_per_action=value_per_action)
+    return _REGISTRY[name](
+        model_cfg, spec, logprob_type=logprob_type, value_per_action=value_per_action, model_dir=model_dir
+    )
 
 
-def _register_builtin() -> None:
-    if "mlp_actor_critic" in _REGISTRY:
-        return
+def _actor_critic(
+    model_cfg: ModelConfig,
+    spec: EnvSpec,
+    logprob_type: str = "action_level",
+    value_per_action: bool = False,
+    model_dir: str | None = None,
+) -> BasePolicy:
+    """The small image+state actor-critic, optionally loaded from a converted state dict."""
     from policy_and_value.models.actor_critic import ActorCritic
 
-    _REGISTRY["mlp_actor_critic"] = ActorCritic
-    _REGISTRY["cnn_actor_critic"] = ActorCritic
+    policy = ActorCritic(model_cfg, spec, logprob_type=logprob_type, value_per_action=value_per_action)
+    if model_dir is not None:
+        path = os.path.join(model_dir, "model_state_dict.pt") if os.path.isdir(model_dir) else model_dir
+        policy.load_state_dict(torch.load(path, map_location="cpu", weights_only=True), strict=True)
+    return policy
+
+
+def _register_builtin(name: str) -> None:
+    """Register the built-in policies; pi0 (which imports transformers) only when it is asked for."""
+    _REGISTRY.setdefault("mlp_actor_critic", _actor_critic)
+    _REGISTRY.setdefault("cnn_actor_critic", _actor_critic)
+    if name in ("pi0", "pi05") and name not in _REGISTRY:
+        import policy_and_value.models.pi0  # noqa: F401  (registers pi0 and pi05)

@@ -84,7 +84,10 @@ class ActorWorker(Worker):
         )
         if self.world_size > 1:
             self.model = DDP(
-                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None
+                self.model,
+                device_ids=[self.device.index] if self.device.type == "cuda" else None,
+                # pi0 leaves some weights out of a given loss (e.g. the prefix norm without value_after_vlm)
+                find_unused_parameters=getattr(self.policy, "ddp_find_unused_parameters", False),
             )
         self.group_ready = True
 

@@ -78,6 +78,7 @@ class Worker:
             spec,
             logprob_type=cfg.algorithm.logprob_type,
             value_per_action=cfg.algorithm.reward_type == "action_level",
+            model_dir=cfg.rollout.model_dir,
         ).to(self.device)
         torch.manual_seed(cfg.runner.seed + COMPONENT_SEED_OFFSET.get(self.component, 0) + self.rank)
         return policy

@@ -68,6 +68,16 @@ BAD = [
     ("ppo_gym_cartpole", ["env.train.num_envs=0"], ["env.train.num_envs=0"]),
     ("ppo_gym_cartpole", ["model.policy_type=transformer"], ["model.policy_type", "mlp_actor_critic"]),
     ("ppo_gym_cartpole", ["model.hidden_dims=[]"], ["model.hidden_dims"]),
+    (
+        "ppo_pi0_metaworld",
+        ["model.pi0.noise_methd=flow_sde"],
+        ["model.pi0.noise_methd", "did you mean 'model.pi0.noise_method'"],
+    ),
+    ("ppo_pi0_metaworld", ["model.pi0.noise_method=gaussian"], ["model.pi0", "noise_method must be one of"]),
+    ("ppo_pi0_metaworld", ["model.pi0.preset=huge"], ["model.pi0.preset='huge'", "tiny"]),
+    ("ppo_pi0_metaworld", ["model.pi0.num_steps=0"], ["model.pi0", "num_steps must be >= 1"]),
+    ("ppo_pi0_metaworld", ["rollout.model_dir=/tmp"], ["rollout.model_dir=/tmp", "config.json"]),
+    ("ppo_metaworld", ["+model.pi0.preset=tiny"], ["model.pi0", "only used with model.policy_type pi0"]),
     ("ppo_gym_cartpole", ["cluster.num_nodes=0"], ["cluster.num_nodes=0"]),
     (
         "ppo_gym_cartpole",
