@@ -35,7 +35,7 @@ def compose_config(config_name: str, overrides: list[str], config_dir: str | Pat
     from omegaconf.errors import OmegaConfBaseException
 
     root = Path(config_dir or CONFIG_DIR)
-    if config_name not in available_configs(root):
+    if not (root / f"{config_name}.yaml").is_file():
         raise ConfigError(
             f"config error: CONFIG={config_name!r}: no such config; allowed: {', '.join(available_configs(root))}"
         )

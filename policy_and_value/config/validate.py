@@ -32,9 +32,9 @@ def _lookup(data: Any, loc: tuple) -> Any:
     return data
 
 
-def _model_at(loc: tuple) -> type[BaseModel] | None:
+def _model_at(loc: tuple, root: type[BaseModel] = JobConfig) -> type[BaseModel] | None:
     """The pydantic model that owns the field at ``loc`` (for unknown-key suggestions)."""
-    model: Any = JobConfig
+    model: Any = root
     for part in loc:
         if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
             return None
@@ -45,13 +45,14 @@ def _model_at(loc: tuple) -> type[BaseModel] | None:
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
-def _format_pydantic(err: ValidationError, data: dict) -> str:
+def format_validation_error(err: ValidationError, data: dict, root: type[BaseModel] = JobConfig) -> str:
+    """The first schema error of ``root`` as one ``config error: key=value: ...`` line."""
     e = err.errors()[0]
     loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and ("[" in p or p in ("function-after",))))
     key = ".".join(str(p) for p in loc)
     value = e.get("input", _lookup(data, loc))
     if e["type"] == "extra_forbidden":
-        parent = _model_at(loc[:-1])
+        parent = _model_at(loc[:-1], root)
         allowed = sorted(parent.model_fields) if parent else []
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         hint = f"did you mean {'.'.join([*map(str, loc[:-1]), close[0]])!r}? " if close else ""
@@ -62,7 +63,8 @@ def _format_pydantic(err: ValidationError, data: dict) -> str:
     return f"config error: {key}={value!r}: {msg[0].lower() + msg[1:]}"
 
 
-def _fail(key: str, value: Any, allowed: str) -> ConfigError:
+def config_error(key: str, value: Any, allowed: str) -> ConfigError:
+    """The one-line error for ``key`` having ``value``, saying what is allowed."""
     return ConfigError(f"config error: {key}={value!r}: {allowed}")
 
 
@@ -71,7 +73,7 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
     try:
         cfg = JobConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_format_pydantic(err, data)) from None
+        raise ConfigError(format_validation_error(err, data)) from None
     if num_devices is None:
         num_devices = _visible_gpus() or cfg.cluster.num_devices_per_node
     try:
@@ -98,7 +100,7 @@ def _visible_gpus() -> int:
 
 def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) -> None:
     if env.env_type == "gym" and len(env.tasks) != 1:
-        raise _fail(f"{prefix}.tasks", env.tasks, "env_type gym takes exactly one gymnasium id")
+        raise config_error(f"{prefix}.tasks", env.tasks, "env_type gym takes exactly one gymnasium id")
     if env.env_type == "metaworld":
         from policy_and_value.envs.metaworld_tasks import MT50_TASKS
 
@@ -106,7 +108,7 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
             if t not in MT50_TASKS:
                 close = difflib.get_close_matches(t, MT50_TASKS, n=1)
                 hint = f"did you mean {close[0]!r}? " if close else ""
-                raise _fail(
+                raise config_error(
                     f"{prefix}.tasks", t, f"unknown Meta-World task; {hint}allowed: MT50 names like reach-v3"
                 )
         for cam in env.cameras:
@@ -119,21 +121,23 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
                 "behindGripper",
                 "gripperPOV",
             ):
-                raise _fail(
+                raise config_error(
                     f"{prefix}.cameras",
                     cam,
                     "allowed: corner, corner2, corner3, corner4, topview, behindGripper, gripperPOV",
                 )
     if env.num_envs % ranks["env"]:
-        raise _fail(f"{prefix}.num_envs", env.num_envs, f"must be divisible by the {ranks['env']} env ranks")
+        raise config_error(
+            f"{prefix}.num_envs", env.num_envs, f"must be divisible by the {ranks['env']} env ranks"
+        )
     per_rank = env.num_envs // ranks["env"]
     if per_rank % stages:
-        raise _fail(
+        raise config_error(
             f"{prefix}.num_envs", env.num_envs,
             f"{per_rank} envs per env rank must be divisible by rollout.pipeline_stage_num={stages}",
         )  # fmt: skip
     if (per_rank // stages) % env.group_size:
-        raise _fail(
+        raise config_error(
             f"{prefix}.group_size", env.group_size,
             f"must divide the {per_rank // stages} envs of each pipeline stage",
         )  # fmt: skip
@@ -145,24 +149,24 @@ def _check_envs(cfg: JobConfig, ranks: dict[str, int]) -> None:
     if cfg.env.eval is not None:
         _check_env(cfg.env.eval, "env.eval", ranks, stages)
         if cfg.env.eval.num_action_chunks != cfg.env.train.num_action_chunks:
-            raise _fail(
+            raise config_error(
                 "env.eval.num_action_chunks", cfg.env.eval.num_action_chunks,
                 f"must equal env.train.num_action_chunks={cfg.env.train.num_action_chunks} (one policy serves both)",
             )  # fmt: skip
     if (ranks["env"] * stages) % ranks["rollout"]:
-        raise _fail(
+        raise config_error(
             "rollout.pipeline_stage_num", stages,
             f"env ranks x stages ({ranks['env']} x {stages}) must be a multiple of the {ranks['rollout']} rollout ranks",
         )  # fmt: skip
     if cfg.runner.val_check_interval > 0 and cfg.env.eval is None:
-        raise _fail(
+        raise config_error(
             "runner.val_check_interval", cfg.runner.val_check_interval, "evaluation needs env.eval to be set"
         )
     if (
         cfg.model.num_action_chunks is not None
         and cfg.model.num_action_chunks != cfg.env.train.num_action_chunks
     ):
-        raise _fail(
+        raise config_error(
             "model.num_action_chunks", cfg.model.num_action_chunks,
             f"must equal env.train.num_action_chunks={cfg.env.train.num_action_chunks}",
         )  # fmt: skip
@@ -171,20 +175,20 @@ def _check_envs(cfg: JobConfig, ranks: dict[str, int]) -> None:
 def _check_batches(cfg: JobConfig, ranks: dict[str, int]) -> None:
     actor, algo = cfg.actor, cfg.algorithm
     if actor.global_batch_size % (actor.micro_batch_size * ranks["actor"]):
-        raise _fail(
+        raise config_error(
             "actor.global_batch_size", actor.global_batch_size,
             f"must be a multiple of actor.micro_batch_size x actor ranks = {actor.micro_batch_size} x {ranks['actor']}",
         )  # fmt: skip
     samples = cfg.env.train.num_envs * algo.n_chunk_steps * algo.rollout_epoch
     if samples % actor.global_batch_size:
-        raise _fail(
+        raise config_error(
             "actor.global_batch_size", actor.global_batch_size,
             f"must divide the {samples} samples per step (env.train.num_envs x algorithm.n_chunk_steps x "
             "algorithm.rollout_epoch)",
         )  # fmt: skip
     columns = cfg.env.train.num_envs * algo.rollout_epoch
     if columns % ranks["actor"]:
-        raise _fail(
+        raise config_error(
             "env.train.num_envs", cfg.env.train.num_envs,
             f"num_envs x rollout_epoch = {columns} must be divisible by the {ranks['actor']} actor ranks",
         )  # fmt: skip
@@ -193,37 +197,37 @@ def _check_batches(cfg: JobConfig, ranks: dict[str, int]) -> None:
 def _check_algorithm(cfg: JobConfig) -> None:
     algo, env = cfg.algorithm, cfg.env.train
     if algo.logprob_type == "chunk_level" and algo.reward_type != "chunk_level":
-        raise _fail(
+        raise config_error(
             "algorithm.logprob_type",
             algo.logprob_type,
             "chunk_level requires algorithm.reward_type=chunk_level",
         )
     if algo.adv_type == "grpo":
         if algo.group_size < 2:
-            raise _fail("algorithm.group_size", algo.group_size, "grpo needs group_size >= 2")
+            raise config_error("algorithm.group_size", algo.group_size, "grpo needs group_size >= 2")
         if env.group_size != algo.group_size:
-            raise _fail(
+            raise config_error(
                 "env.train.group_size",
                 env.group_size,
                 f"must equal algorithm.group_size={algo.group_size} for grpo",
             )
         if not env.use_fixed_reset_state_ids:
-            raise _fail(
+            raise config_error(
                 "env.train.use_fixed_reset_state_ids",
                 False,
                 "grpo needs true (a group shares one reset state)",
             )
         if env.auto_reset:
-            raise _fail("env.train.auto_reset", True, "grpo scores whole episodes: set false")
+            raise config_error("env.train.auto_reset", True, "grpo scores whole episodes: set false")
     elif not cfg.model.add_value_head:
-        raise _fail("model.add_value_head", False, "adv_type gae needs a value head")
+        raise config_error("model.add_value_head", False, "adv_type gae needs a value head")
 
 
 def _check_paths(cfg: JobConfig) -> None:
     resume = cfg.runner.resume_dir
     if resume is not None:
         if not os.path.isdir(resume):
-            raise _fail(
+            raise config_error(
                 "runner.resume_dir", resume, "no such directory (expected .../checkpoints/global_step_N)"
             )
         for needed in (
@@ -232,9 +236,11 @@ def _check_paths(cfg: JobConfig) -> None:
             os.path.join("rollout", "model.safetensors"),
         ):
             if not os.path.exists(os.path.join(resume, needed)):
-                raise _fail("runner.resume_dir", resume, f"not a complete checkpoint: {needed} is missing")
+                raise config_error(
+                    "runner.resume_dir", resume, f"not a complete checkpoint: {needed} is missing"
+                )
     if cfg.rollout.model_dir is not None and not os.path.exists(cfg.rollout.model_dir):
-        raise _fail("rollout.model_dir", cfg.rollout.model_dir, "no such file or directory")
+        raise config_error("rollout.model_dir", cfg.rollout.model_dir, "no such file or directory")
 
 
 def _check_pi0(cfg: JobConfig) -> None:
@@ -242,32 +248,42 @@ def _check_pi0(cfg: JobConfig) -> None:
     options = dict(cfg.model.pi0)
     if cfg.model.policy_type not in ("pi0", "pi05"):
         if options:
-            raise _fail("model.pi0", options, f"only used with model.policy_type pi0 or pi05, not {cfg.model.policy_type}")
+            raise config_error(
+                "model.pi0",
+                options,
+                f"only used with model.policy_type pi0 or pi05, not {cfg.model.policy_type}",
+            )
         return
     from policy_and_value.models.pi0.configuration_pi0 import PRESETS, Pi0Config, make_config
 
     preset = options.pop("preset", "tiny")
     if preset not in PRESETS:
-        raise _fail("model.pi0.preset", preset, f"allowed values: {', '.join(sorted(PRESETS))}")
+        raise config_error("model.pi0.preset", preset, f"allowed values: {', '.join(sorted(PRESETS))}")
     known = set(Pi0Config.__dataclass_fields__)
     for key, value in options.items():
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
             hint = f"did you mean 'model.pi0.{close[0]}'? " if close else ""
-            raise _fail(f"model.pi0.{key}", value, f"unknown key; {hint}allowed: preset, {', '.join(sorted(known))}")
+            raise config_error(
+                f"model.pi0.{key}", value, f"unknown key; {hint}allowed: preset, {', '.join(sorted(known))}"
+            )
     try:
         make_config(preset, **options).validate()
     except (TypeError, ValueError) as err:
-        raise _fail("model.pi0", dict(cfg.model.pi0), str(err).removeprefix("Pi0Config: ")) from None
+        raise config_error("model.pi0", dict(cfg.model.pi0), str(err).removeprefix("Pi0Config: ")) from None
     model_dir = cfg.rollout.model_dir
     if model_dir is not None and not os.path.isfile(os.path.join(model_dir, "config.json")):
-        raise _fail("rollout.model_dir", model_dir, "a pi0 policy directory needs config.json (written by save_pretrained)")
+        raise config_error(
+            "rollout.model_dir",
+            model_dir,
+            "a pi0 policy directory needs config.json (written by save_pretrained)",
+        )
 
 
 def _check_backends(cfg: JobConfig) -> None:
     for backend in cfg.runner.logger.logger_backends:
         if backend != "tensorboard" and importlib.util.find_spec(backend) is None:
-            raise _fail(
+            raise config_error(
                 "runner.logger.logger_backends",
                 backend,
                 f"{backend} is not installed (.venv/bin/pip install {backend})",

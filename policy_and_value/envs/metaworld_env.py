@@ -14,6 +14,7 @@ is reaching ``max_episode_steps``.
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from typing import Any
 
@@ -37,9 +38,16 @@ _MODEL_FIELDS = ("body_pos", "body_quat", "site_pos", "site_quat", "eq_data", "e
 _SNAPSHOT_SKIP = {"model", "data", "mujoco_renderer"}  # the observation bounds (used to clip obs) are kept
 
 
+@functools.lru_cache(maxsize=64)
+def _benchmark(task: str, benchmark_seed: int) -> Any:
+    """Meta-World's MT1 benchmark of ``task`` (its 50 layouts); building one takes about a second, so
+    envs of the same task share it."""
+    return metaworld.MT1(task, seed=benchmark_seed)
+
+
 def _make_task_env(task: str, benchmark_seed: int) -> tuple[Any, list]:
     """One Meta-World env of ``task`` plus its list of train-task layouts."""
-    mt1 = metaworld.MT1(task, seed=benchmark_seed)
+    mt1 = _benchmark(task, benchmark_seed)
     env = mt1.train_classes[task]()
     return env, list(mt1.train_tasks)
 

@@ -8,10 +8,11 @@ training) is loaded when given, else a fresh model is built from the preset.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from policy_and_value.envs.base import EnvSpec
-from policy_and_value.models.pi0.configuration_pi0 import make_config
+from policy_and_value.models.pi0.configuration_pi0 import Pi0Config, make_config
 from policy_and_value.models.pi0.policy_pi0 import Pi0Policy
 from policy_and_value.models.pi0.tokenizer_pi0 import PromptTokenizer, build_prompt_tokenizer
 from policy_and_value.models.pi0.weights import from_pretrained
@@ -48,6 +49,13 @@ def build_pi0_policy(
         "state_dim": spec.state_dim,
     }
     if model_dir:
+        saved = Pi0Config.load(Path(model_dir) / "config.json")
+        for key, have in (("state_dim", spec.state_dim), ("action_dim", action_dim)):
+            if getattr(saved, key) != have:
+                raise ValueError(
+                    f"rollout.model_dir={model_dir}: the policy was trained with {key}={getattr(saved, key)} "
+                    f"but the env gives {have} (check env state_type / model.action_dim)"
+                )
         return from_pretrained(model_dir, **fields, **opts)
     cfg = make_config(preset)
     fields.update(
