@@ -79,9 +79,9 @@ class Pi0Model(nn.Module):
     def set_gradient_checkpointing(self, enabled: bool) -> None:
         """Recompute activations in the backward pass (all three towers) to save memory."""
         if enabled:
-            self.vision_tower.gradient_checkpointing_enable({"use_reentrant": False})
+            self.vision_tower.activation_checkpointing_enable({"use_reentrant": False})
         elif self.gradient_checkpointing:
-            self.vision_tower.gradient_checkpointing_disable()
+            self.vision_tower.activation_checkpointing_disable()
         self.gradient_checkpointing = enabled
 
     # ------------------------------------------------------------------ prefix

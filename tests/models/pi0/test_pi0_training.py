@@ -114,3 +114,21 @@ def test_registry_builds_pi0_for_an_env_and_loads_model_dir(tmp_path):
     loaded = make_registered_policy(cfg, spec, logprob_type="chunk_level", model_dir=str(tmp_path / "p"))
     for (k, a), (_, b) in zip(policy.state_dict().items(), loaded.state_dict().items(), strict=True):
         assert torch.equal(a, b), k
+
+
+def test_gradient_checkpointing_gives_the_same_gradients(make_policy, obs):
+    grads = []
+    for enabled in (False, True):
+        policy = make_policy("tiny", seed=5, add_value_head=True, gradient_checkpointing=enabled)
+        policy.train()
+        batch = {
+            "obs": obs,
+            "actions": torch.zeros(3, 4, 4),
+            "noise": torch.ones(3, 8, 8),
+            "time": torch.full((3,), 0.3),
+        }
+        policy.flow_matching_loss(batch).backward()
+        grads.append({k: p.grad.clone() for k, p in policy.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys()
+    for key in grads[0]:
+        torch.testing.assert_close(grads[0][key], grads[1][key], msg=key)
