@@ -27,7 +27,7 @@ def _obs(n: int, views: int, gen: torch.Generator) -> dict:
     }
 
 
-def _timed(fn, min_seconds: float = 2.0, warmup: int = 2) -> float:
+def _timed(fn, min_seconds: float = 3.0, warmup: int = 5) -> float:
     """Seconds per call, averaged over as many calls as fit in ``min_seconds`` (after warm-up)."""
     for _ in range(warmup):
         fn()
