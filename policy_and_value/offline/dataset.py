@@ -23,6 +23,7 @@ class ChunkBatch:
     obs: dict
     actions: torch.Tensor  # [N, H, A] env units
     action_mask: torch.Tensor  # [N, H] 1 where the action was executed in the episode
+    advantages: torch.Tensor | None = None  # [N] per-step advantages (labelled datasets only)
 
 
 class ChunkDataset:
@@ -35,6 +36,7 @@ class ChunkDataset:
         state_type: str = "full",
         cameras: list[str] | None = None,
         indices: list[int] | None = None,
+        with_advantages: bool = False,
     ):
         self.horizon = horizon
         recorded = list(episodes.info.get("cameras", []))
@@ -46,7 +48,7 @@ class ChunkDataset:
                 )
         views = [recorded.index(c) for c in cameras] if cameras is not None else None
         self.cameras = cameras if cameras is not None else recorded
-        frames, states, actions, prompts, task_names, starts = [], [], [], [], [], []
+        frames, states, actions, prompts, task_names, starts, advantages = [], [], [], [], [], [], []
         offset = 0
         for i in indices if indices is not None else range(len(episodes)):
             ep = episodes[i]
@@ -56,6 +58,8 @@ class ChunkDataset:
             st = ep.state[:t] if state_type == "full" else ep.state[:t, :PROPRIO_DIM]
             states.append(torch.from_numpy(st.astype(np.float32)))
             actions.append(torch.from_numpy(ep.actions.astype(np.float32)))
+            if with_advantages:
+                advantages.append(torch.from_numpy(episodes.read(i, "advantages").astype(np.float32)))
             prompts += [ep.meta["prompt"]] * t
             task_names += [ep.meta["task"]] * t
             starts.append((offset, t))
@@ -65,6 +69,7 @@ class ChunkDataset:
         self.images = torch.cat(frames)  # [M, V, H, W, 3]
         self.state = torch.cat(states)  # [M, S]
         self.actions = torch.cat(actions)  # [M, A]
+        self.advantages = torch.cat(advantages) if with_advantages else None  # [M]
         self.prompts = np.array(prompts, dtype=object)
         self.task_names = np.array(task_names, dtype=object)
         # for each sample: the global indices of its chunk, and which of them lie inside the episode
@@ -90,4 +95,5 @@ class ChunkDataset:
         }
         mask = self.chunk_mask[index]
         actions = self.actions[self.chunk_index[index]] * mask[..., None]
-        return ChunkBatch(obs, actions, mask.float())
+        adv = self.advantages[index] if self.advantages is not None else None
+        return ChunkBatch(obs, actions, mask.float(), adv)

@@ -44,7 +44,13 @@ def check_config(cfg: SFTConfig) -> None:
         raise _fail("init_model_dir", cfg.init_model_dir, "not a policy directory (no config.json)")
     from toolkits.episodes import EpisodeDataset
 
-    have = EpisodeDataset(cfg.data.path).tasks
+    dataset = EpisodeDataset(cfg.data.path)
+    if cfg.model.pi0.get("with_advantage_condition") and "labels" not in dataset.info:
+        raise _fail(
+            "model.pi0.with_advantage_condition", True,
+            f"needs per-step advantages in data.path={cfg.data.path} (label it with python -m reward_models.label)",
+        )  # fmt: skip
+    have = dataset.tasks
     missing = [t for t in cfg.data.tasks or [] if t not in have]
     if missing:
         raise _fail("data.tasks", cfg.data.tasks, f"{missing} not in the dataset; it has {have}")

@@ -124,3 +124,31 @@ def test_cli_rejects_unknown_key_before_loading_anything(dataset, tmp_path):
     assert (
         "train.max_step: unknown key; did you mean 'train.max_steps'?" in proc.stderr.strip().splitlines()[-1]
     )
+
+
+def test_advantage_conditioned_imitation_needs_and_uses_labels(dataset, tmp_path):
+    import json
+    import shutil
+
+    import h5py
+
+    cond = [
+        "model.pi0.with_advantage_condition=true",
+        "model.pi0.advantage_bin_edges=[0.0]",
+        "train.max_steps=3",
+    ]
+    with pytest.raises(ConfigError, match="needs per-step advantages .* python -m reward_models.label"):
+        check_config(_cfg(dataset, tmp_path / "a", *cond))
+    labelled = tmp_path / "labelled"
+    shutil.copytree(dataset, labelled)
+    index = json.loads((labelled / "index.json").read_text())
+    index["info"]["labels"] = {"horizon": 2}
+    (labelled / "index.json").write_text(json.dumps(index))
+    for entry in index["episodes"]:
+        with h5py.File(labelled / entry["file"], "a") as f:
+            f.create_dataset("advantages", data=np.linspace(-1, 1, entry["length"]).astype(np.float32))
+    out = train_sft(_cfg(str(labelled), tmp_path / "cond", *cond), log=lambda *_: None)
+    from policy_and_value.models.pi0 import from_pretrained
+
+    policy = from_pretrained(out)
+    assert policy.cfg.with_advantage_condition and policy.best_advantage_bin == 1
