@@ -126,7 +126,7 @@ def train_reward_model(job: RewardModelJob, log=print) -> Path:
     start = time.time()
     for step in range(1, job.train.max_steps + 1):
         idx = torch.randint(0, len(data), (job.train.batch_size,))
-        images = random_shift(data.images[idx][:, None], job.train.random_shift)
+        images = random_shift(data.images[idx], job.train.random_shift)[:, None]
         prompt = list(data.prompts[idx.numpy()])
         logits = model.logits(images, prompt)[:, 0]
         if cfg.kind == "success":

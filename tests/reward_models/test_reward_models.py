@@ -56,7 +56,7 @@ def dataset(tmp_path_factory) -> str:
 def _job(dataset: str, out: Path, *extra: str) -> RewardModelJob:
     overrides = [f"data.path={dataset}", f"output_dir={out}", "model.image_size=32", "model.channels=[8,16]",
                  "model.hidden=32", "train.max_steps=150", "train.batch_size=32", "train.log_interval=50",
-                 "train.save_interval=100", "train.random_shift=0", "train.target_ema=0.9", *extra]  # fmt: skip
+                 "train.save_interval=100", "train.random_shift=2", "train.target_ema=0.9", *extra]  # fmt: skip
     return RewardModelJob.model_validate(compose_config("reward/progress_tiny", overrides))
 
 
