@@ -27,7 +27,7 @@ def main() -> None:
     p.add_argument("--data", required=True)
     p.add_argument("--model-dir", default=None)
     p.add_argument("--steps", type=int, default=2000)
-    p.add_argument("--holdout", type=float, default=0.35)
+    p.add_argument("--holdout", type=float, default=0.3)
     p.add_argument("--out", default="logs/reward_quality")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
@@ -52,7 +52,7 @@ def main() -> None:
     train_time = time.time() - start
     model = FrameScorer.from_pretrained(model_dir)
     episodes = EpisodeDataset(args.data)
-    _, held = split(len(episodes), args.holdout, args.seed)
+    _, held = split(episodes.entries, args.holdout, args.seed)
 
     finals: dict[str, list[tuple[float, bool]]] = defaultdict(list)
     rhos: dict[str, list[float]] = defaultdict(list)

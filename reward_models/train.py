@@ -91,11 +91,23 @@ def check_job(job: RewardModelJob) -> None:
         )
 
 
-def split(num: int, fraction: float, seed: int) -> tuple[list[int], list[int]]:
-    """Deterministic train/held-out split of episode indices."""
-    order = np.random.default_rng(seed).permutation(num).tolist()
-    held = min(num - 1, int(round(num * fraction)))
-    return sorted(order[held:]), sorted(order[:held])
+def split(entries: list[dict], fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """Deterministic train/held-out split of episode indices, stratified by task and success so that
+    every task keeps successful and failed episodes on both sides (when it has at least two of each)."""
+    rng = np.random.default_rng(seed)
+    groups: dict[tuple[str, bool], list[int]] = {}
+    for i, e in enumerate(entries):
+        groups.setdefault((e["task"], bool(e["success_once"])), []).append(i)
+    train, held = [], []
+    for key in sorted(groups):
+        members = rng.permutation(groups[key]).tolist()
+        k = min(
+            len(members) - 1,
+            max(1 if len(members) > 1 and fraction > 0 else 0, int(round(len(members) * fraction))),
+        )
+        held += members[:k]
+        train += members[k:]
+    return sorted(train), sorted(held)
 
 
 def train_reward_model(job: RewardModelJob, log=print) -> Path:
@@ -110,7 +122,7 @@ def train_reward_model(job: RewardModelJob, log=print) -> Path:
     check_job(job)
     torch.manual_seed(job.train.seed)
     episodes = EpisodeDataset(job.data.path, tasks=job.data.tasks)
-    train_ids, held_ids = split(len(episodes), job.data.holdout_fraction, job.train.seed)
+    train_ids, held_ids = split(episodes.entries, job.data.holdout_fraction, job.train.seed)
     data = FrameData(episodes, train_ids, job.data.cameras)
     cameras = job.data.cameras or list(episodes.info.get("cameras", []))
     prompts = sorted({e["prompt"] for e in episodes.entries})

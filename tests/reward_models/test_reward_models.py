@@ -160,3 +160,18 @@ def test_bad_job_is_one_line(dataset, tmp_path):
     assert proc.returncode == 2 and proc.stderr.strip() == (
         "config error: data.path='/nonexistent': no index.json here (write one with python -m toolkits.collect_episodes)"
     )
+
+
+def test_split_keeps_successes_and_failures_of_every_task_on_both_sides():
+    from reward_models.train import split
+
+    entries = [{"task": t, "success_once": ok} for t in ("a", "b") for ok in (True,) * 8 + (False,) * 3]
+    train, held = split(entries, 0.2, seed=0)
+    assert sorted(train + held) == list(range(len(entries))) and not set(train) & set(held)
+    for side in (train, held):
+        assert {(entries[i]["task"], entries[i]["success_once"]) for i in side} == {
+            ("a", True),
+            ("a", False),
+            ("b", True),
+            ("b", False),
+        }
