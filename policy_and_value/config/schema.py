@@ -81,7 +81,7 @@ class VideoConfig(Strict):
 
 
 class EnvConfig(Strict):
-    env_type: Literal["metaworld", "gym"] = "metaworld"
+    env_type: Literal["metaworld", "gym", "world_model"] = "metaworld"
     # metaworld: MT10/MT50 task names (e.g. "reach-v3"); gym: exactly one gymnasium id.
     tasks: list[str] = Field(default_factory=lambda: ["reach-v3"], min_length=1)
     num_envs: int = Field(4, ge=1)  # total over all env ranks
@@ -98,6 +98,24 @@ class EnvConfig(Strict):
     state_type: Literal["full", "proprio"] = "full"  # metaworld: 39-dim obs or hand xyz + gripper
     reward_scale: float = 1.0
     video_cfg: VideoConfig = Field(default_factory=VideoConfig)
+    # world_model only: a learned dynamics model and reward model stand in for the simulator
+    dynamics_model_config: str | None = None  # dynamics model directory (config.json + model.safetensors)
+    dynamics_model_image_root: str | None = None  # episodes (toolkits.collect_episodes) to reset from
+    dynamics_model_output_path: str | None = None  # visualize_wm_pred videos; default <log_dir>/wm_pred
+    reset_mode: Literal["episode_start", "keyframe"] = (
+        "episode_start"  # keyframe: random frames along episodes
+    )
+    num_inference_steps: int | None = Field(None, ge=1)  # None: the dynamics model's own
+    stochastic_imagination: bool = (
+        False  # False: imagination is a deterministic function of the seed and state
+    )
+    reward_model_config: str | None = None  # reward model directory (config.json + model.safetensors)
+    reward_model_ckpt: str | None = None  # optional weights file replacing the directory's model.safetensors
+    chunk_reward: bool = True  # reward of the chunk = the last predicted frame's score
+    reward_mode: Literal["per_frame", "relative", "v1", "v2"] = "per_frame"  # when chunk_reward is false
+    reward_coef: float = 1.0
+    success_threshold: float = Field(0.9, gt=0.0, le=1.0)  # progress that counts as success (terminates)
+    visualize_wm_pred: bool = False
 
 
 class EnvGroupConfig(Strict):

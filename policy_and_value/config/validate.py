@@ -126,6 +126,8 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
                     cam,
                     "allowed: corner, corner2, corner3, corner4, topview, behindGripper, gripperPOV",
                 )
+    if env.env_type == "world_model":
+        _check_world_model_env(env, prefix)
     if env.num_envs % ranks["env"]:
         raise config_error(
             f"{prefix}.num_envs", env.num_envs, f"must be divisible by the {ranks['env']} env ranks"
@@ -141,6 +143,29 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
             f"{prefix}.group_size", env.group_size,
             f"must divide the {per_rank // stages} envs of each pipeline stage",
         )  # fmt: skip
+
+
+def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
+    """Paths of the dynamics model, reset episodes and reward model; visualisation needs chunk rewards."""
+    for key, path, needed in (
+        ("dynamics_model_config", env.dynamics_model_config, "config.json"),
+        ("dynamics_model_image_root", env.dynamics_model_image_root, "index.json"),
+        ("reward_model_config", env.reward_model_config, "config.json"),
+    ):
+        if path is None:
+            raise config_error(
+                f"{prefix}.{key}", None, f"env_type world_model needs a directory with {needed}"
+            )
+        if not os.path.isfile(os.path.join(path, needed)):
+            raise config_error(f"{prefix}.{key}", path, f"no {needed} in this directory")
+    if env.reward_model_ckpt is not None and not os.path.isfile(env.reward_model_ckpt):
+        raise config_error(f"{prefix}.reward_model_ckpt", env.reward_model_ckpt, "no such file")
+    if env.visualize_wm_pred and not env.chunk_reward:
+        raise config_error(
+            f"{prefix}.visualize_wm_pred",
+            True,
+            f"requires {prefix}.chunk_reward=true (the curve shows chunk rewards)",
+        )
 
 
 def _check_envs(cfg: JobConfig, ranks: dict[str, int]) -> None:

@@ -7,7 +7,7 @@ import os
 from policy_and_value.config.schema import EnvConfig
 from policy_and_value.envs.base import BatchedEnv
 
-ENV_TYPES = ("metaworld", "gym")
+ENV_TYPES = ("metaworld", "gym", "world_model")
 
 
 def make_env(
@@ -23,4 +23,8 @@ def make_env(
         from policy_and_value.envs.metaworld_env import MetaWorldEnv
 
         return MetaWorldEnv(cfg, num_envs, seed, rank=rank, video_dir=video_dir)
+    if cfg.env_type == "world_model":
+        from world_models.env import WorldModelEnv
+
+        return WorldModelEnv(cfg, num_envs, seed, rank=rank, video_dir=video_dir)
     raise ValueError(f"env.env_type={cfg.env_type!r}: allowed values: {', '.join(ENV_TYPES)}")

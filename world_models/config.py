@@ -1,0 +1,43 @@
+"""Typed config of dynamics-model training (``python -m world_models.train``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WMDataConfig(Strict):
+    path: str  # episodes written by python -m toolkits.collect_episodes
+    tasks: list[str] | None = None
+    state_type: Literal["full", "proprio"] = "full"
+    holdout_fraction: float = Field(0.1, ge=0.0, lt=1.0)
+
+
+class WMTrainConfig(Strict):
+    vae_steps: int = Field(1000, ge=0)  # stage 1: the video VAE alone
+    dynamics_steps: int = Field(3000, ge=0)  # stage 2: the denoiser (VAE frozen)
+    batch_size: int = Field(16, ge=1)
+    vae_lr: float = Field(1e-3, gt=0.0)
+    lr: float = Field(3e-4, gt=0.0)
+    weight_decay: float = Field(1e-4, ge=0.0)
+    warmup_steps: int = Field(100, ge=0)
+    clip_grad: float = Field(1.0, gt=0.0)
+    log_interval: int = Field(100, ge=1)
+    save_interval: int = Field(1000, ge=1)
+    seed: int = 0
+    mixed_precision: Literal["no", "bf16", "fp16"] = "no"  # accelerate's setting (GPU)
+
+
+class WorldModelJob(Strict):
+    data: WMDataConfig
+    preset: str = "tiny"  # DynamicsModelConfig preset
+    model: dict[str, Any] = Field(default_factory=dict)  # DynamicsModelConfig field overrides
+    train: WMTrainConfig = Field(default_factory=WMTrainConfig)
+    output_dir: str = "logs/world_model"
+    init_model_dir: str | None = None  # start from a saved dynamics model directory
+    resume: bool = True  # continue from output_dir/checkpoints/latest

@@ -1,0 +1,237 @@
+"""The world-model env (``env_type: world_model``): a dynamics model imagines the frames of each action
+chunk and a reward model scores them, behind the same batched env contract as the real simulators.
+
+Reset: each env takes an episode of its task from ``dynamics_model_image_root`` (a random one, or the
+one given by ``reset_state_ids``) and starts from its first frame (``episode_start``) or from a random
+frame along it (``keyframe``: keyframe-initialised rollouts); the ``T_h`` frames up to there are the
+history. ``chunk_step`` imagines the chunk's frames for all envs in one batched call (one transformer
+forward per denoising step), scores them, and turns the scores into rewards: ``chunk_reward`` puts the
+last frame's score on the chunk's last action; otherwise ``reward_mode`` gives per-frame rewards placed
+on the action that ends each frame. An episode terminates when the score reaches ``success_threshold``
+(unless ``ignore_terminations``) and is truncated after ``max_episode_steps`` actions.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import torch
+
+from policy_and_value.config.schema import EnvConfig
+from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation
+
+PROPRIO_DIM = 4
+
+
+class WorldModelEnv(BatchedEnv):
+    """``num_envs`` imagined environments over ``cfg.tasks`` (round-robin by global env index)."""
+
+    def __init__(
+        self,
+        cfg: EnvConfig,
+        num_envs: int,
+        seed: int,
+        rank: int = 0,
+        video_dir: str | None = None,
+        dynamics: Any = None,
+        scorer: Any = None,
+    ):
+        from reward_models.modeling import FrameScorer
+        from toolkits.episodes import EpisodeDataset
+        from world_models.dynamics_model import DynamicsModel
+
+        self.cfg = cfg
+        self.num_envs = num_envs
+        self.rank = rank
+        self.dynamics = (
+            dynamics if dynamics is not None else DynamicsModel.from_pretrained(cfg.dynamics_model_config)
+        )
+        self.dynamics.eval()
+        if scorer is None:
+            scorer = FrameScorer.from_pretrained(cfg.reward_model_config)
+            if cfg.reward_model_ckpt:
+                from safetensors.torch import load_file
+
+                scorer.load_state_dict(load_file(cfg.reward_model_ckpt), strict=True)
+        self.scorer = scorer.eval()
+        dcfg = self.dynamics.cfg
+        self.history_frames, self.future_frames = dcfg.history_frames, dcfg.future_frames
+        if cfg.num_action_chunks != dcfg.action_chunk:
+            raise ValueError(
+                f"env.num_action_chunks={cfg.num_action_chunks}: the dynamics model imagines chunks of "
+                f"{dcfg.action_chunk} actions"
+            )
+        self.chunk = cfg.num_action_chunks
+        self.action_dim = dcfg.action_dim
+        self.tasks = list(cfg.tasks)
+        self.task_ids = np.array([(rank * num_envs + i) % len(self.tasks) for i in range(num_envs)])
+        # episodes to reset from, per task, held in memory (frames of the model's views)
+        data = EpisodeDataset(cfg.dynamics_model_image_root, tasks=self.tasks)
+        self._episodes: dict[int, list[dict[str, Any]]] = {t: [] for t in range(len(self.tasks))}
+        for i in range(len(data)):
+            ep = data[i]
+            state = ep.state if cfg.state_type == "full" else ep.state[:, :PROPRIO_DIM]
+            self._episodes[self.tasks.index(ep.meta["task"])].append(
+                {"images": ep.images, "state": state.astype(np.float32), "prompt": ep.meta["prompt"]}
+            )
+        empty = [self.tasks[t] for t, eps in self._episodes.items() if not eps]
+        if empty:
+            raise ValueError(
+                f"env.dynamics_model_image_root={cfg.dynamics_model_image_root}: no episodes of {empty}"
+            )
+        first = self._episodes[0][0]
+        _, views, height, width, _ = first["images"].shape
+        if views != dcfg.num_views:
+            raise ValueError(f"the reset episodes have {views} views, the dynamics model {dcfg.num_views}")
+        self.state_dim = first["state"].shape[1]
+        self.spec = EnvSpec(
+            action_dim=self.action_dim, num_action_chunks=self.chunk, state_dim=self.state_dim,
+            image_shape=(views, height, width), tasks=tuple(self.tasks), action_low=(-1.0,) * self.action_dim,
+            action_high=(1.0,) * self.action_dim,
+        )  # fmt: skip
+        self.prompts = [self._episodes[t][0]["prompt"] for t in self.task_ids]
+        self._rng = np.random.default_rng(seed + 7919 * rank)
+        self._gen = torch.Generator().manual_seed(seed + 7919 * rank)
+        self._history = np.zeros((num_envs, self.history_frames, views, height, width, 3), np.uint8)
+        self._state = np.zeros((num_envs, self.state_dim), np.float32)
+        self._progress = np.zeros(num_envs, np.float32)
+        self._steps = np.zeros(num_envs, np.int64)
+        self._return = np.zeros(num_envs, np.float32)
+        self._success = np.zeros(num_envs, bool)
+        self._episode_ids = np.zeros(num_envs, np.int64)
+        self.video = None
+        if cfg.visualize_wm_pred:
+            from world_models.visualize import PredictionVideoWriter
+
+            out = cfg.dynamics_model_output_path or os.path.join(video_dir or "logs", "..", "wm_pred")
+            self.video = PredictionVideoWriter(out, num_envs, cfg.max_episode_steps, rank=rank)
+
+    # ------------------------------------------------------------------ contract
+    def reset(
+        self, env_ids: torch.Tensor | None = None, reset_state_ids: torch.Tensor | None = None
+    ) -> tuple[Observation, dict]:
+        ids = np.arange(self.num_envs) if env_ids is None else np.asarray(env_ids).reshape(-1)
+        for k, i in enumerate(ids):
+            eps = self._episodes[int(self.task_ids[i])]
+            if reset_state_ids is not None:
+                e = int(np.asarray(reset_state_ids).reshape(-1)[k]) % len(eps)
+            else:
+                e = int(self._rng.integers(len(eps)))
+            ep = eps[e]
+            last = len(ep["images"]) - 1
+            start = 0 if self.cfg.reset_mode == "episode_start" else int(self._rng.integers(0, max(1, last)))
+            frames = [max(0, start - self.history_frames + 1 + j) for j in range(self.history_frames)]
+            self._history[i] = ep["images"][frames]
+            self._state[i] = ep["state"][start]
+            self._episode_ids[i] = e
+        self._steps[ids] = 0
+        self._return[ids] = 0.0
+        self._success[ids] = False
+        current = torch.from_numpy(self._history[ids, -1:])
+        self._progress[ids] = self.scorer.score(current, [self.prompts[i] for i in ids])[:, 0].numpy()
+        if self.video is not None:
+            for i in ids:
+                self.video.start(int(i), self._history[i, -1])
+        return self._obs(), {"reset_state_ids": torch.as_tensor(self._episode_ids.copy())}
+
+    @torch.no_grad()
+    def chunk_step(
+        self, actions: torch.Tensor
+    ) -> tuple[Observation, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
+        from reward_models.rewards import rewards_from_progress
+
+        n, c = self.num_envs, self.chunk
+        actions = actions.reshape(n, c, self.action_dim).float().clamp(-1, 1)
+        generator = (
+            self._gen
+            if self.cfg.stochastic_imagination
+            else torch.Generator().manual_seed(int(self._rng.integers(2**31)))
+        )
+        out = self.dynamics.imagine(
+            torch.from_numpy(self._history), torch.from_numpy(self._state), actions, self.prompts,
+            generator=generator, num_inference_steps=self.cfg.num_inference_steps,
+        )  # fmt: skip
+        images = out["images"]  # [N, T_f, V, H, W, 3] uint8
+        scores = self.scorer.score(images, self.prompts)  # [N, T_f]
+        progress = torch.cat([torch.from_numpy(self._progress)[:, None], scores], dim=1)
+        mode = "chunk_reward" if self.cfg.chunk_reward else self.cfg.reward_mode
+        frame_rewards = rewards_from_progress(progress, mode, self.cfg.reward_coef)  # [N, T_f]
+        # frame j ends after action ((j + 1) * C) // T_f - 1; termination at the first frame over threshold
+        ends = [((j + 1) * c) // self.future_frames - 1 for j in range(self.future_frames)]
+        reached = scores >= self.cfg.success_threshold
+        first_hit = torch.where(
+            reached.any(1), reached.float().argmax(1), torch.full((n,), self.future_frames)
+        )
+        rewards = torch.zeros(n, c)
+        for j, a in enumerate(ends):
+            alive = j <= first_hit if not self.cfg.ignore_terminations else torch.ones(n, dtype=torch.bool)
+            rewards[:, a] += torch.where(alive, frame_rewards[:, j], torch.zeros(n))
+        success_now = reached.any(1).numpy()
+        self._success |= success_now
+        self._steps += c
+        self._return += rewards.sum(1).numpy()
+        terminated = torch.from_numpy(success_now & ~self.cfg.ignore_terminations)
+        truncated = torch.from_numpy(self._steps >= self.cfg.max_episode_steps) & ~terminated
+        imgs = images.numpy()
+        self._history = np.concatenate([self._history, imgs], axis=1)[:, -self.history_frames :]
+        self._progress = scores[:, -1].numpy().astype(np.float32)
+        if out.get("state") is not None:
+            self._state = out["state"].numpy().astype(np.float32)
+        if self.video is not None:
+            for i in range(n):
+                for j in range(self.future_frames):
+                    self.video.add(i, imgs[i, j], float(frame_rewards[i, j]))
+        info: dict[str, Any] = {"scores": scores}
+        done = (terminated | truncated).numpy()
+        if done.any():
+            ids = np.nonzero(done)[0]
+            info["episode"] = {
+                "env_ids": torch.as_tensor(ids),
+                "success_once": torch.as_tensor(self._success[ids]),
+                "return": torch.as_tensor(self._return[ids]),
+                "episode_len": torch.as_tensor(self._steps[ids]),
+            }
+            if self.video is not None:
+                for i in ids:
+                    self.video.finish(int(i))
+            if self.cfg.auto_reset:
+                info["final_obs"] = self._obs()
+                self.reset(torch.as_tensor(ids))
+        return self._obs(), rewards, terminated, truncated, info
+
+    def _obs(self) -> Observation:
+        return {
+            "images": torch.from_numpy(self._history[:, -1].copy()),
+            "state": torch.from_numpy(self._state.copy()),
+            "prompt": list(self.prompts),
+            "task_id": torch.as_tensor(self.task_ids, dtype=torch.long),
+        }
+
+    def get_state(self) -> dict[str, Any]:
+        """History frames, states, counters and random streams: a resumed run imagines the same futures."""
+        return {
+            "history": self._history.copy(), "state": self._state.copy(), "progress": self._progress.copy(),
+            "steps": self._steps.copy(), "return": self._return.copy(), "success": self._success.copy(),
+            "episode_ids": self._episode_ids.copy(), "rng": self._rng.bit_generator.state,
+            "gen": self._gen.get_state(),
+        }  # fmt: skip
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._history, self._state = state["history"].copy(), state["state"].copy()
+        self._progress, self._steps = state["progress"].copy(), state["steps"].copy()
+        self._return, self._success = state["return"].copy(), state["success"].copy()
+        self._episode_ids = state["episode_ids"].copy()
+        self._rng.bit_generator.state = state["rng"]
+        self._gen.set_state(state["gen"])
+
+    def offload(self) -> None:
+        """Move the models off the accelerator between rollouts (``env.enable_offload``)."""
+        self.dynamics.to("cpu")
+        self.scorer.to("cpu")
+
+    def close(self) -> None:
+        if self.video is not None:
+            for i in range(self.num_envs):
+                self.video.finish(i)

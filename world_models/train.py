@@ -1,0 +1,247 @@
+"""Train the dynamics model on collected episodes: the video VAE first, then the denoiser (VAE frozen).
+
+    python -m world_models.train [world_model/ltx_tiny] data.path=data/mt10 output_dir=logs/wm \\
+        train.vae_steps=1000 train.dynamics_steps=3000
+
+Runs through ``accelerate`` (``accelerate launch -m world_models.train ...`` for several GPUs; a plain
+``python -m`` runs one process). Held-out episodes give a validation loss; TensorBoard logs, atomic
+checkpoints (model directory + optimiser, step and RNG state) and automatic resume live in
+``output_dir``; the final model is ``<output_dir>/model``, the directory ``env.dynamics_model_config``
+takes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from policy_and_value.config.validate import ConfigError
+from policy_and_value.config.validate import config_error as _fail
+from world_models.config import WorldModelJob
+
+MODEL_DIR = "model"
+CHECKPOINTS = "checkpoints"
+
+
+def check_job(job: WorldModelJob) -> None:
+    """Paths, tasks and model keys, one line each, before data is loaded."""
+    from toolkits.episodes import EpisodeDataset
+    from world_models.dynamics_config import make_config
+
+    if not os.path.isfile(os.path.join(job.data.path, "index.json")):
+        raise _fail(
+            "data.path",
+            job.data.path,
+            "no index.json here (write one with python -m toolkits.collect_episodes)",
+        )
+    have = EpisodeDataset(job.data.path).tasks
+    missing = [t for t in job.data.tasks or [] if t not in have]
+    if missing:
+        raise _fail("data.tasks", job.data.tasks, f"{missing} not in the dataset; it has {have}")
+    if job.init_model_dir is not None and not os.path.isfile(os.path.join(job.init_model_dir, "config.json")):
+        raise _fail("init_model_dir", job.init_model_dir, "not a dynamics model directory (no config.json)")
+    try:
+        make_config(job.preset, **{"state_dim": 1, **job.model})  # the state size comes from the data
+    except (TypeError, ValueError) as err:
+        raise _fail("model", job.model, str(err)) from None
+
+
+def split(num: int, fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """Deterministic train/held-out split of episode indices."""
+    order = np.random.default_rng(seed).permutation(num).tolist()
+    held = min(num - 1, int(round(num * fraction)))
+    return sorted(order[held:]), sorted(order[:held])
+
+
+def _save_dir(model, final: Path) -> None:
+    tmp = final.parent / f".tmp_{final.name}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+
+
+def train_world_model(job: WorldModelJob, log=print) -> Path:
+    """Train both stages and write ``<output_dir>/model``; returns that directory."""
+    from accelerate import Accelerator
+
+    from policy_and_value.algorithms.lr_schedule import warmup_cosine_lambda
+    from policy_and_value.runner.checkpoint import commit, load_runner_state, save_runner_state, temp_dir_for
+    from policy_and_value.runner.metric_logger import MetricLogger
+    from policy_and_value.workers.base import get_rng_state, seed_everything, set_rng_state
+    from toolkits.episodes import EpisodeDataset
+    from world_models.data import ChunkTransitions
+    from world_models.dynamics_config import make_config
+    from world_models.dynamics_model import DynamicsModel
+
+    check_job(job)
+    seed_everything(job.train.seed)
+    accelerator = Accelerator(mixed_precision=job.train.mixed_precision, cpu=not torch.cuda.is_available())
+    episodes = EpisodeDataset(job.data.path, tasks=job.data.tasks)
+    train_ids, held_ids = split(len(episodes), job.data.holdout_fraction, job.train.seed)
+    out = Path(job.output_dir)
+    latest = out / CHECKPOINTS / "latest"
+    resume_from = out / CHECKPOINTS / latest.read_text().strip() if job.resume and latest.is_file() else None
+    if resume_from is not None:
+        model = DynamicsModel.from_pretrained(resume_from / MODEL_DIR)
+    elif job.init_model_dir:
+        model = DynamicsModel.from_pretrained(job.init_model_dir)
+    else:
+        first = episodes[train_ids[0]]
+        state_dim = first.state.shape[1] if job.data.state_type == "full" else 4
+        prompts = sorted({e["prompt"] for e in episodes.entries})
+        fields = {"num_views": first.images.shape[1], "image_size": first.images.shape[2], "action_dim": first.actions.shape[1],
+                  "state_dim": state_dim, "prompts": prompts, **job.model}  # fmt: skip
+        model = DynamicsModel(make_config(job.preset, **fields))
+    cfg = model.cfg
+    data = ChunkTransitions(
+        episodes, train_ids, cfg.history_frames, cfg.future_frames, cfg.action_chunk, job.data.state_type
+    )
+    held = (
+        ChunkTransitions(
+            episodes, held_ids, cfg.history_frames, cfg.future_frames, cfg.action_chunk, job.data.state_type
+        )
+        if held_ids
+        else None
+    )
+    vae_params = [p for n, p in model.named_parameters() if n.startswith("vae.")]
+    dyn_params = [p for n, p in model.named_parameters() if not n.startswith("vae.")]
+    vae_opt = torch.optim.AdamW(vae_params, lr=job.train.vae_lr, weight_decay=job.train.weight_decay)
+    dyn_opt = torch.optim.AdamW(dyn_params, lr=job.train.lr, weight_decay=job.train.weight_decay)
+    total = job.train.vae_steps + job.train.dynamics_steps
+    schedule = warmup_cosine_lambda(job.train.warmup_steps, max(1, job.train.dynamics_steps), 0.1)
+    dyn_sched = torch.optim.lr_scheduler.LambdaLR(dyn_opt, schedule)
+    step = 0
+    if resume_from is not None:
+        step, state = load_runner_state(str(resume_from))
+        vae_opt.load_state_dict(state["vae_opt"])
+        dyn_opt.load_state_dict(state["dyn_opt"])
+        dyn_sched.load_state_dict(state["dyn_sched"])
+        set_rng_state(state["rng"])
+        log(f"world model: resumed from {resume_from} at step {step}")
+    model, vae_opt, dyn_opt = accelerator.prepare(model, vae_opt, dyn_opt)
+    core = accelerator.unwrap_model(model)
+    logger = (
+        MetricLogger(str(out), ["tensorboard"], "worldrl", "world_model", job.model_dump())
+        if accelerator.is_main_process
+        else None
+    )
+    log(f"world model: {len(data)} transitions from {len(train_ids)} episodes, {len(held_ids)} held out; "
+        f"{sum(p.numel() for p in core.parameters()) / 1e6:.2f}M parameters")  # fmt: skip
+
+    def save(at: int) -> None:
+        if not accelerator.is_main_process:
+            return
+        final = str(out / CHECKPOINTS / f"step_{at}")
+        os.makedirs(os.path.dirname(final), exist_ok=True)
+        tmp = temp_dir_for(final)
+        core.save_pretrained(os.path.join(tmp, MODEL_DIR))
+        state = {"vae_opt": vae_opt.state_dict(), "dyn_opt": dyn_opt.state_dict(), "dyn_sched": dyn_sched.state_dict(),
+                 "rng": get_rng_state()}  # fmt: skip
+        save_runner_state(tmp, at, state)
+        commit(tmp, final)
+
+    start = time.time()
+    while step < total:
+        stage = "vae" if step < job.train.vae_steps else "dynamics"
+        idx = torch.randint(0, len(data), (job.train.batch_size,))
+        batch = data.batch(idx)
+        model.train()
+        if stage == "vae":
+            frames = torch.cat([batch["history_images"][:, -1:], batch["future_images"]], dim=1)
+            losses = core.vae_loss(frames.to(accelerator.device))
+            opt, params = vae_opt, vae_params
+        else:
+            core.vae.requires_grad_(False)
+            losses = core.training_loss(**_to(batch, accelerator.device))
+            opt, params = dyn_opt, dyn_params
+        loss = losses["loss"]
+        opt.zero_grad(set_to_none=True)
+        accelerator.backward(loss)
+        grad_norm = accelerator.clip_grad_norm_(params, job.train.clip_grad)
+        opt.step()
+        if stage == "dynamics":
+            dyn_sched.step()
+        step += 1
+        if step == job.train.vae_steps and stage == "vae" and hasattr(core, "fit_latent_stats"):
+            core.fit_latent_stats(data.frames[torch.randperm(len(data.frames))[:512]])
+        if logger is not None and (step % job.train.log_interval == 0 or step == total):
+            metrics = {f"world_model/{stage}/{k}": float(v.detach()) for k, v in losses.items()}
+            metrics[f"world_model/{stage}/grad_norm"] = float(grad_norm)
+            metrics["world_model/transitions_per_s"] = step * job.train.batch_size / (time.time() - start)
+            if (
+                held is not None
+                and stage == "dynamics"
+                and (step % job.train.save_interval == 0 or step == total)
+            ):
+                metrics["world_model/dynamics/heldout_loss"] = heldout_loss(core, held, accelerator.device)
+            logger.log(metrics, step)
+            log(
+                f"world model {stage} step {step}/{total}: "
+                + ", ".join(f"{k.split('/')[-1]}={v:.4g}" for k, v in metrics.items())
+            )
+        if step % job.train.save_interval == 0 or step == total:
+            save(step)
+    if logger is not None:
+        logger.close()
+    if accelerator.is_main_process:
+        _save_dir(core, out / MODEL_DIR)
+        log(f"world model written to {out / MODEL_DIR}")
+    return out / MODEL_DIR
+
+
+def _to(batch: dict, device: torch.device) -> dict:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+@torch.no_grad()
+def heldout_loss(model, held, device, samples: int = 64, batch_size: int = 16) -> float:
+    """Denoising loss on held-out transitions with fixed noise (the model's ``generator`` argument)."""
+    gen = torch.Generator().manual_seed(0)
+    index = torch.randperm(len(held), generator=gen)[:samples]
+    total, count = 0.0, 0
+    model.eval()
+    for part in index.split(batch_size):
+        losses = model.training_loss(
+            **_to(held.batch(part), device), generator=torch.Generator().manual_seed(1)
+        )
+        total += float(losses["loss"]) * len(part)
+        count += len(part)
+    model.train()
+    return total / count
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: compose ``configs/<CONFIG>.yaml`` (default ``world_model/ltx_tiny``) with overrides, train."""
+    from pydantic import ValidationError
+
+    from policy_and_value.config.load import compose_config
+    from policy_and_value.config.validate import format_validation_error
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    name = args.pop(0) if args and "=" not in args[0] else "world_model/ltx_tiny"
+    try:
+        data = compose_config(name, args)
+        try:
+            job = WorldModelJob.model_validate(data)
+        except ValidationError as err:
+            raise ConfigError(format_validation_error(err, data, WorldModelJob)) from None
+        check_job(job)
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 2
+    train_world_model(job)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
