@@ -214,6 +214,18 @@ class DynamicsModel(nn.Module):
         out["loss"] = loss
         return out
 
+    def noise_shape(self) -> tuple[int, int, int, int, int]:
+        """Shape [T_f, V, C, h, w] of one sample's starting noise."""
+        cfg = self.cfg
+        if not hasattr(self, "_latent_hw"):  # the VAE's spatial compression, found once with a probe
+            with torch.no_grad():
+                probe = torch.zeros(
+                    1, 3, 1, cfg.image_size, cfg.image_size, dtype=self.dtype, device=self.device
+                )
+                self._latent_hw = int(self.vae.encode(probe).latent_dist.mode().shape[-1])
+        size = self._latent_hw
+        return (cfg.future_frames, cfg.num_views, cfg.latent_channels, size, size)
+
     @torch.no_grad()
     def imagine(
         self,
@@ -223,15 +235,20 @@ class DynamicsModel(nn.Module):
         prompt: Sequence[str] | None = None,
         generator: torch.Generator | None = None,
         num_inference_steps: int | None = None,
+        noise: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor | None]:
         """history uint8 [N, T_h, V, H, W, 3], actions [N, C, A] -> ``images`` uint8 [N, T_f, V, S, S, 3]
-        and ``state`` [N, S] (None unless ``predict_state``). All envs share each denoising forward;
-        the same ``generator`` seed gives the same imagination."""
+        and ``state`` [N, S] (None unless ``predict_state``). All envs share each denoising forward.
+        The starting noise is ``noise`` (broadcast to [N, T_f, V, C, h, w]) when given, else drawn from
+        ``generator``: the same seed, or the same noise, gives the same imagination."""
         cfg = self.cfg
         hist = self.encode(history_images)
         n, _, v, c, h, w = hist.shape
         ctx = self.context(state, actions, prompt)
-        x = torch.randn((n, cfg.future_frames, v, c, h, w), generator=generator).to(self.device)
+        shape = (n, cfg.future_frames, v, c, h, w)
+        if noise is None:
+            noise = torch.randn(shape, generator=generator)
+        x = noise.to(self.device, torch.float32).expand(shape).clone()
         scheduler = FlowMatchEulerDiscreteScheduler()
         scheduler.set_timesteps(num_inference_steps or cfg.num_inference_steps, device=self.device)
         for t in scheduler.timesteps:

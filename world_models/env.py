@@ -74,8 +74,9 @@ class WorldModelEnv(BatchedEnv):
             ep = data[i]
             state = ep.state if cfg.state_type == "full" else ep.state[:, :PROPRIO_DIM]
             self._episodes[self.tasks.index(ep.meta["task"])].append(
-                {"images": ep.images, "state": state.astype(np.float32), "prompt": ep.meta["prompt"]}
-            )
+                {"images": ep.images, "state": state.astype(np.float32), "prompt": ep.meta["prompt"],
+                 "actions": ep.actions.astype(np.float32)}
+            )  # fmt: skip
         empty = [self.tasks[t] for t, eps in self._episodes.items() if not eps]
         if empty:
             raise ValueError(
@@ -94,6 +95,11 @@ class WorldModelEnv(BatchedEnv):
         self.prompts = [self._episodes[t][0]["prompt"] for t in self.task_ids]
         self._rng = np.random.default_rng(seed + 7919 * rank)
         self._gen = torch.Generator().manual_seed(seed + 7919 * rank)
+        # deterministic imagination: every env and chunk starts denoising from this one noise draw, so the
+        # imagined future is a function of (history, state, actions) alone
+        self._fixed_noise = torch.randn(
+            (1, *self.dynamics.noise_shape()), generator=torch.Generator().manual_seed(seed)
+        )
         self._history = np.zeros((num_envs, self.history_frames, views, height, width, 3), np.uint8)
         self._state = np.zeros((num_envs, self.state_dim), np.float32)
         self._progress = np.zeros(num_envs, np.float32)
@@ -101,11 +107,13 @@ class WorldModelEnv(BatchedEnv):
         self._return = np.zeros(num_envs, np.float32)
         self._success = np.zeros(num_envs, bool)
         self._episode_ids = np.zeros(num_envs, np.int64)
+        self._frame = np.zeros(num_envs, np.int64)  # index in the reset episode of the current frame
+        self._replaying = np.zeros(num_envs, bool)  # every chunk so far repeated the episode's own actions
         self.video = None
         if cfg.visualize_wm_pred:
             from world_models.visualize import PredictionVideoWriter
 
-            out = cfg.dynamics_model_output_path or os.path.join(video_dir or "logs", "..", "wm_pred")
+            out = cfg.dynamics_model_output_path or os.path.join("logs", "wm_pred")
             self.video = PredictionVideoWriter(out, num_envs, cfg.max_episode_steps, rank=rank)
 
     # ------------------------------------------------------------------ contract
@@ -126,6 +134,8 @@ class WorldModelEnv(BatchedEnv):
             self._history[i] = ep["images"][frames]
             self._state[i] = ep["state"][start]
             self._episode_ids[i] = e
+            self._frame[i] = start
+            self._replaying[i] = True
         self._steps[ids] = 0
         self._return[ids] = 0.0
         self._success[ids] = False
@@ -133,7 +143,7 @@ class WorldModelEnv(BatchedEnv):
         self._progress[ids] = self.scorer.score(current, [self.prompts[i] for i in ids])[:, 0].numpy()
         if self.video is not None:
             for i in ids:
-                self.video.start(int(i), self._history[i, -1])
+                self.video.start(int(i), self._history[i, -1], float(self._progress[i]))
         return self._obs(), {"reset_state_ids": torch.as_tensor(self._episode_ids.copy())}
 
     @torch.no_grad()
@@ -144,14 +154,11 @@ class WorldModelEnv(BatchedEnv):
 
         n, c = self.num_envs, self.chunk
         actions = actions.reshape(n, c, self.action_dim).float().clamp(-1, 1)
-        generator = (
-            self._gen
-            if self.cfg.stochastic_imagination
-            else torch.Generator().manual_seed(int(self._rng.integers(2**31)))
-        )
+        real = self._track_replay(actions)
         out = self.dynamics.imagine(
             torch.from_numpy(self._history), torch.from_numpy(self._state), actions, self.prompts,
-            generator=generator, num_inference_steps=self.cfg.num_inference_steps,
+            generator=self._gen, num_inference_steps=self.cfg.num_inference_steps,
+            noise=None if self.cfg.stochastic_imagination else self._fixed_noise,
         )  # fmt: skip
         images = out["images"]  # [N, T_f, V, H, W, 3] uint8
         scores = self.scorer.score(images, self.prompts)  # [N, T_f]
@@ -182,7 +189,8 @@ class WorldModelEnv(BatchedEnv):
         if self.video is not None:
             for i in range(n):
                 for j in range(self.future_frames):
-                    self.video.add(i, imgs[i, j], float(frame_rewards[i, j]))
+                    real_ij = None if real is None or real[i] is None else real[i][j]
+                    self.video.add(i, imgs[i, j], float(scores[i, j]), real_ij)
         info: dict[str, Any] = {"scores": scores}
         done = (terminated | truncated).numpy()
         if done.any():
@@ -201,6 +209,42 @@ class WorldModelEnv(BatchedEnv):
                 self.reset(torch.as_tensor(ids))
         return self._obs(), rewards, terminated, truncated, info
 
+    def recorded_actions(self) -> torch.Tensor:
+        """The next chunk of each env's reset episode's own actions [N, C, A] (zeros past its end): stepping
+        with them replays the episode, and ``visualize_wm_pred`` then shows the real frames beside."""
+        out = np.zeros((self.num_envs, self.chunk, self.action_dim), np.float32)
+        for i in range(self.num_envs):
+            acts = self._episodes[int(self.task_ids[i])][int(self._episode_ids[i])]["actions"]
+            part = acts[self._frame[i] : self._frame[i] + self.chunk]
+            out[i, : len(part)] = part
+        return torch.from_numpy(out)
+
+    def recorded_frames(self) -> np.ndarray | None:
+        """The real frames [N, T_f, V, H, W, 3] that follow the current frames when the recorded actions are
+        replayed; None unless every env is replaying and inside its episode."""
+        offsets = [((j + 1) * self.chunk) // self.future_frames for j in range(self.future_frames)]
+        frames = []
+        for i in range(self.num_envs):
+            images = self._episodes[int(self.task_ids[i])][int(self._episode_ids[i])]["images"]
+            if self._frame[i] + self.chunk >= len(images):
+                return None
+            frames.append(images[[self._frame[i] + o for o in offsets]])
+        return np.stack(frames)
+
+    def _track_replay(self, actions: torch.Tensor) -> list[np.ndarray | None] | None:
+        """Update which envs still replay their episode; the real frames of this chunk per env (None if not)."""
+        recorded = self.recorded_actions()
+        real: list[np.ndarray | None] = []
+        offsets = [((j + 1) * self.chunk) // self.future_frames for j in range(self.future_frames)]
+        for i in range(self.num_envs):
+            images = self._episodes[int(self.task_ids[i])][int(self._episode_ids[i])]["images"]
+            inside = self._frame[i] + self.chunk < len(images)
+            same = bool(torch.allclose(actions[i], recorded[i].clamp(-1, 1), atol=1e-5))
+            self._replaying[i] &= inside and same
+            real.append(images[[self._frame[i] + o for o in offsets]] if self._replaying[i] else None)
+        self._frame += self.chunk
+        return real if self.video is not None else None
+
     def _obs(self) -> Observation:
         return {
             "images": torch.from_numpy(self._history[:, -1].copy()),
@@ -214,8 +258,8 @@ class WorldModelEnv(BatchedEnv):
         return {
             "history": self._history.copy(), "state": self._state.copy(), "progress": self._progress.copy(),
             "steps": self._steps.copy(), "return": self._return.copy(), "success": self._success.copy(),
-            "episode_ids": self._episode_ids.copy(), "rng": self._rng.bit_generator.state,
-            "gen": self._gen.get_state(),
+            "episode_ids": self._episode_ids.copy(), "frame": self._frame.copy(),
+            "replaying": self._replaying.copy(), "rng": self._rng.bit_generator.state, "gen": self._gen.get_state(),
         }  # fmt: skip
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -223,6 +267,7 @@ class WorldModelEnv(BatchedEnv):
         self._progress, self._steps = state["progress"].copy(), state["steps"].copy()
         self._return, self._success = state["return"].copy(), state["success"].copy()
         self._episode_ids = state["episode_ids"].copy()
+        self._frame, self._replaying = state["frame"].copy(), state["replaying"].copy()
         self._rng.bit_generator.state = state["rng"]
         self._gen.set_state(state["gen"])
 

@@ -1,8 +1,8 @@
 """Videos of world-model predictions: imagined frames with the reward curve, beside real frames when known.
 
 Each video frame shows the camera views side by side (imagined on top, the recorded ones below when
-the rollout replays an episode's actions) and, under them, the reward curve of the episode so far
-(drawn with numpy; one point per frame, the current one highlighted).
+the rollout replays an episode's actions) and, under them, the reward model's score of every frame of
+the episode so far (drawn with numpy; one point per frame, the current one highlighted).
 """
 
 from __future__ import annotations
@@ -65,32 +65,35 @@ class PredictionVideoWriter:
         self.rank = rank
         self.frames: list[list[np.ndarray]] = [[] for _ in range(num_envs)]
         self.rewards: list[list[float]] = [[] for _ in range(num_envs)]
-        self.real: list[list[np.ndarray] | None] = [None] * num_envs
+        self.real: list[list[np.ndarray | None]] = [[] for _ in range(num_envs)]
         self.count = [0] * num_envs
         self.written: list[str] = []
 
-    def start(self, i: int, first_views: np.ndarray, real: list[np.ndarray] | None = None) -> None:
-        """Begin env ``i``'s episode from its first (real) frame; ``real`` holds recorded frames to show beside."""
+    def start(self, i: int, first_views: np.ndarray, reward: float = 0.0) -> None:
+        """Begin env ``i``'s episode from its first (real) frame [V, H, W, 3] and that frame's reward."""
         self.frames[i] = [first_views]
-        self.rewards[i] = [0.0]
-        self.real[i] = real
+        self.rewards[i] = [float(reward)]
+        self.real[i] = [first_views]
 
-    def add(self, i: int, views: np.ndarray, reward: float) -> None:
-        """Append one imagined frame [V, H, W, 3] of env ``i`` and its reward."""
+    def add(self, i: int, views: np.ndarray, reward: float, real: np.ndarray | None = None) -> None:
+        """Append one imagined frame [V, H, W, 3] of env ``i``, its reward and the recorded frame, if known."""
         self.frames[i].append(views)
         self.rewards[i].append(float(reward))
+        self.real[i].append(real)
 
     def finish(self, i: int) -> str | None:
-        """Write env ``i``'s episode; returns the mp4 path."""
+        """Write env ``i``'s episode (real frames beside when every frame has one); returns the mp4 path."""
         frames, rewards, real = self.frames[i], self.rewards[i], self.real[i]
         if len(frames) < 2:
             return None
+        show_real = all(r is not None for r in real)
         hi = max(1.0, max(rewards))
         lo = min(0.0, min(rewards))
         video = []
         for k, views in enumerate(frames):
-            real_views = real[min(k, len(real) - 1)] if real else None
-            frame = compose_frame(views, rewards[: k + 1], max(len(frames), 2), real_views)
+            frame = compose_frame(
+                views, rewards[: k + 1], max(len(frames), 2), real[k] if show_real else None
+            )
             if lo != 0.0 or hi != 1.0:  # re-draw the curve on the episode's own scale
                 frame[-CURVE_HEIGHT:] = reward_curve(rewards[: k + 1], frame.shape[1], len(frames), lo, hi)
             video.append(frame)
@@ -98,5 +101,5 @@ class PredictionVideoWriter:
         imageio.mimwrite(path, video, fps=self.fps, macro_block_size=1)
         self.count[i] += 1
         self.written.append(path)
-        self.frames[i], self.rewards[i], self.real[i] = [], [], None
+        self.frames[i], self.rewards[i], self.real[i] = [], [], []
         return path

@@ -164,7 +164,7 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
         raise config_error(
             f"{prefix}.visualize_wm_pred",
             True,
-            f"requires {prefix}.chunk_reward=true (the curve shows chunk rewards)",
+            f"requires {prefix}.chunk_reward=true (prediction videos are made with chunk rewards)",
         )
 
 

@@ -59,6 +59,13 @@ class EpisodeStats:
         return out
 
 
+def _with_output_paths(cfg: EnvConfig, log_dir: str, split: str) -> EnvConfig:
+    """World-model predictions go to ``<log_dir>/wm_pred/<split>`` unless ``dynamics_model_output_path`` is set."""
+    if cfg.env_type != "world_model" or cfg.dynamics_model_output_path:
+        return cfg
+    return cfg.model_copy(update={"dynamics_model_output_path": os.path.join(log_dir, "wm_pred", split)})
+
+
 class EnvWorker(Worker):
     """One env rank: ``num_envs / env_ranks`` train envs split into stages, plus its eval envs."""
 
@@ -72,7 +79,7 @@ class EnvWorker(Worker):
         self.cfg = cfg
         self.log_dir = log_dir
         self.stage_num = cfg.rollout.pipeline_stage_num
-        train = cfg.env.train
+        train = _with_output_paths(cfg.env.train, log_dir, "train")
         per_stage = train.num_envs // world_size // self.stage_num
         base_seed = cfg.runner.seed * 1000 + rank * self.stage_num
         self.train_envs: list[BatchedEnv] = [
@@ -155,7 +162,7 @@ class EnvWorker(Worker):
         Initial states depend only on the seed, the rank and the round, so every evaluation plays the
         same episodes (comparable across steps, and identical after a resume).
         """
-        ecfg: EnvConfig = self.cfg.env.eval
+        ecfg: EnvConfig = _with_output_paths(self.cfg.env.eval, self.log_dir, "eval")
         if self.eval_envs is None:
             n = ecfg.num_envs // self.world_size // self.stage_num
             video_dir = ecfg.video_cfg.video_base_dir or os.path.join(self.log_dir, "videos", "eval")

@@ -46,6 +46,17 @@ BAD = [
         ["actor.micro_batchsize", "unknown key", "micro_batch_size"],
     ),
     ("ppo_gym_cartpole", ["runner.max_steps=abc"], ["runner.max_steps", "abc"]),
+    (
+        "ppo_metaworld",
+        ["env.train.env_type=world_model"],
+        ["env.train.dynamics_model_config=None", "needs a directory with config.json"],
+    ),
+    (
+        "ppo_metaworld",
+        ["env.train.env_type=world_model", "env.train.dynamics_model_config=/no/such/model"],
+        ["env.train.dynamics_model_config=", "/no/such/model", "no config.json"],
+    ),
+    ("ppo_metaworld", ["env.train.reset_mode=middle"], ["env.train.reset_mode", "keyframe"]),
     ("ppo_gym_cartpole", ["runner.max_steps=-2"], ["runner.max_steps=-2"]),
     ("ppo_gym_cartpole", ["algorithm.gamma=1.5"], ["algorithm.gamma=1.5", "less than or equal to 1"]),
     ("ppo_gym_cartpole", ["algorithm.adv_type=gea"], ["algorithm.adv_type", "gae", "grpo"]),

@@ -1,0 +1,147 @@
+"""WorldModelEnv keeps the env contract: shapes, rewards, termination/truncation, determinism, exact
+restore, keyframe resets, prediction videos (beside the real frames on replay), and its config checks."""
+
+from __future__ import annotations
+
+import glob
+
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+import torch
+
+from policy_and_value.config import ConfigError, load_config
+from policy_and_value.config.schema import EnvConfig
+from policy_and_value.envs import make_env
+from tests.world_models.conftest import PROMPTS
+
+
+def _cfg(episodes, model_dirs, **kw) -> EnvConfig:
+    dyn, reward = model_dirs
+    base = dict(
+        env_type="world_model", tasks=list(PROMPTS), num_action_chunks=4, max_episode_steps=8, image_size=32,
+        dynamics_model_config=dyn, dynamics_model_image_root=episodes, reward_model_config=reward,
+        success_threshold=1.0,
+    )  # fmt: skip
+    base.update(kw)
+    return EnvConfig(**base)
+
+
+def _actions(n, seed=0):
+    return torch.rand(n, 4, 4, generator=torch.Generator().manual_seed(seed)) * 2 - 1
+
+
+def test_observations_rewards_and_truncation(episodes, model_dirs):
+    env = make_env(_cfg(episodes, model_dirs), 3, seed=0)
+    obs, info = env.reset()
+    assert obs["images"].shape == (3, 2, 32, 32, 3) and obs["images"].dtype == torch.uint8
+    assert obs["state"].shape == (3, 39) and obs["task_id"].tolist() == [0, 1, 0]
+    assert obs["prompt"] == [PROMPTS["reach-v3"], PROMPTS["push-v3"], PROMPTS["reach-v3"]]
+    assert env.spec.image_shape == (2, 32, 32) and env.spec.num_action_chunks == 4
+    assert info["reset_state_ids"].shape == (3,)
+    first = obs["images"].clone()
+    obs, rewards, terminated, truncated, info = env.chunk_step(_actions(3))
+    assert rewards.shape == (3, 4) and rewards.dtype == torch.float32
+    assert (rewards[:, :3] == 0).all() and (rewards[:, 3] != 0).any()  # chunk reward on the last action
+    assert not terminated.any() and not truncated.any() and "episode" not in info
+    assert not torch.equal(obs["images"], first)  # imagined frames replace the history
+    obs, rewards, terminated, truncated, info = env.chunk_step(_actions(3, 1))
+    assert truncated.all() and not terminated.any()
+    assert info["episode"]["episode_len"].tolist() == [8, 8, 8]
+    assert info["final_obs"]["images"].shape == (3, 2, 32, 32, 3)
+
+
+def test_termination_stops_rewards_after_the_first_success_frame(episodes, model_dirs):
+    env = make_env(_cfg(episodes, model_dirs, success_threshold=1e-6, chunk_reward=False), 2, seed=0)
+    env.reset()
+    _, rewards, terminated, truncated, info = env.chunk_step(_actions(2))
+    assert terminated.all() and not truncated.any()
+    assert info["episode"]["success_once"].all()
+    # tiny model: 4 frames per chunk of 4, so frame j ends on action j; only frame 0 is rewarded
+    assert (rewards[:, 0] > 0).all() and (rewards[:, 1:] == 0).all()
+
+
+def test_same_seed_same_imagination_and_deterministic_mode(episodes, model_dirs):
+    a, b = (make_env(_cfg(episodes, model_dirs), 2, seed=5) for _ in range(2))
+    ids = torch.tensor([0, 1])
+    oa, _ = a.reset(reset_state_ids=ids)
+    ob, _ = b.reset(reset_state_ids=ids)
+    assert torch.equal(oa["images"], ob["images"])
+    acts = _actions(2)
+    first = a.chunk_step(acts)[0]["images"]
+    assert torch.equal(first, b.chunk_step(acts)[0]["images"])
+    # deterministic imagination: the same history and actions give the same frames again
+    a.reset(reset_state_ids=ids)
+    assert torch.equal(a.chunk_step(acts)[0]["images"], first)
+    # stochastic imagination draws new noise each chunk
+    c = make_env(_cfg(episodes, model_dirs, stochastic_imagination=True), 2, seed=5)
+    c.reset(reset_state_ids=ids)
+    x = c.chunk_step(acts)[0]["images"]
+    c.reset(reset_state_ids=ids)
+    assert not torch.equal(c.chunk_step(acts)[0]["images"], x)
+
+
+def test_get_state_set_state_continues_exactly(episodes, model_dirs):
+    env = make_env(_cfg(episodes, model_dirs, stochastic_imagination=True, max_episode_steps=12), 2, seed=1)
+    env.reset()
+    env.chunk_step(_actions(2))
+    saved = env.get_state()
+    first = [env.chunk_step(_actions(2, k)) for k in (1, 2)]
+    env.set_state(saved)
+    again = [env.chunk_step(_actions(2, k)) for k in (1, 2)]
+    for (o1, r1, *_), (o2, r2, *_) in zip(first, again):
+        assert torch.equal(o1["images"], o2["images"]) and torch.equal(r1, r2)
+        assert torch.equal(o1["state"], o2["state"])
+
+
+def test_keyframe_resets_start_along_the_episodes(episodes, model_dirs):
+    from toolkits.episodes import EpisodeDataset
+
+    env = make_env(_cfg(episodes, model_dirs, tasks=["reach-v3"], reset_mode="keyframe"), 4, seed=0)
+    data = EpisodeDataset(episodes, tasks=["reach-v3"])
+    frames = np.concatenate([data[i].images for i in range(len(data))])
+    starts = set()
+    for _ in range(3):
+        obs, _ = env.reset()
+        for img in obs["images"].numpy():
+            index = np.nonzero((frames == img).all(axis=(1, 2, 3, 4)))[0]
+            assert len(index) == 1  # every reset frame is a recorded frame
+            starts.add(int(index[0]))
+    assert len(starts) > 3  # not only episode starts
+
+
+def test_prediction_videos_show_real_frames_when_replaying(episodes, model_dirs, tmp_path):
+    out = tmp_path / "wm_pred"
+    cfg = _cfg(episodes, model_dirs, visualize_wm_pred=True, dynamics_model_output_path=str(out))
+    env = make_env(cfg, 2, seed=0)
+    env.reset()
+    for _ in range(2):  # replay the recorded actions: real frames are shown under the imagined ones
+        env.chunk_step(env.recorded_actions())
+    for _ in range(2):  # own actions: imagined frames only
+        env.chunk_step(_actions(2))
+    videos = sorted(glob.glob(str(out / "*.mp4")))
+    assert len(videos) == 4
+    heights = {imageio.mimread(v)[0].shape[0] for v in videos}
+    assert heights == {2 * 2 * 32 + 32, 2 * 32 + 32}  # two rows (imagined, real) or one, plus the curve
+    assert all(len(imageio.mimread(v)) == 1 + 2 * 4 for v in videos)  # first frame + 4 per chunk
+
+
+def test_model_and_env_must_agree(episodes, model_dirs):
+    with pytest.raises(ValueError, match="num_action_chunks=8"):
+        make_env(_cfg(episodes, model_dirs, num_action_chunks=8, max_episode_steps=16), 1, seed=0)
+
+
+def test_config_checks_name_the_key(episodes, model_dirs):
+    dyn, reward = model_dirs
+    keys = [f"env.train.{k}" for k in ("env_type=world_model", f"dynamics_model_config={dyn}",
+            f"dynamics_model_image_root={episodes}", f"reward_model_config={reward}")]  # fmt: skip
+    with pytest.raises(ConfigError, match=r"env.train.visualize_wm_pred=True.*chunk_reward=true"):
+        load_config(
+            "ppo_metaworld", [*keys, "env.train.visualize_wm_pred=true", "env.train.chunk_reward=false"]
+        )
+    with pytest.raises(ConfigError, match=r"env.train.dynamics_model_image_root=.*no index.json"):
+        load_config("ppo_metaworld", [*keys, f"env.train.dynamics_model_image_root={dyn}"])
+    with pytest.raises(
+        ConfigError, match=r"env.train.reward_model_ckpt='/no/such.safetensors': no such file"
+    ):
+        load_config("ppo_metaworld", [*keys, "env.train.reward_model_ckpt=/no/such.safetensors"])
