@@ -36,8 +36,8 @@ def main() -> None:
     from reward_models.config import RewardModelJob
     from reward_models.modeling import FrameScorer
     from reward_models.targets import progress_labels
-    from reward_models.train import split, train_reward_model
-    from toolkits.episodes import EpisodeDataset
+    from reward_models.train import train_reward_model
+    from toolkits.episodes import EpisodeDataset, split_episodes
 
     start = time.time()
     model_dir = args.model_dir
@@ -52,7 +52,7 @@ def main() -> None:
     train_time = time.time() - start
     model = FrameScorer.from_pretrained(model_dir)
     episodes = EpisodeDataset(args.data)
-    _, held = split(episodes.entries, args.holdout, args.seed)
+    _, held = split_episodes(episodes.entries, args.holdout, args.seed)
 
     finals: dict[str, list[tuple[float, bool]]] = defaultdict(list)
     rhos: dict[str, list[float]] = defaultdict(list)

@@ -91,25 +91,6 @@ def check_job(job: RewardModelJob) -> None:
         )
 
 
-def split(entries: list[dict], fraction: float, seed: int) -> tuple[list[int], list[int]]:
-    """Deterministic train/held-out split of episode indices, stratified by task and success so that
-    every task keeps successful and failed episodes on both sides (when it has at least two of each)."""
-    rng = np.random.default_rng(seed)
-    groups: dict[tuple[str, bool], list[int]] = {}
-    for i, e in enumerate(entries):
-        groups.setdefault((e["task"], bool(e["success_once"])), []).append(i)
-    train, held = [], []
-    for key in sorted(groups):
-        members = rng.permutation(groups[key]).tolist()
-        k = min(
-            len(members) - 1,
-            max(1 if len(members) > 1 and fraction > 0 else 0, int(round(len(members) * fraction))),
-        )
-        held += members[:k]
-        train += members[k:]
-    return sorted(train), sorted(held)
-
-
 def train_reward_model(job: RewardModelJob, log=print) -> Path:
     """Train and write ``<output_dir>/model``; returns that directory."""
     from policy_and_value.offline.augment import random_shift
@@ -117,12 +98,12 @@ def train_reward_model(job: RewardModelJob, log=print) -> Path:
     from reward_models.configuration import RewardModelConfig
     from reward_models.modeling import FrameScorer
     from reward_models.targets import td_targets
-    from toolkits.episodes import EpisodeDataset
+    from toolkits.episodes import EpisodeDataset, split_episodes
 
     check_job(job)
     torch.manual_seed(job.train.seed)
     episodes = EpisodeDataset(job.data.path, tasks=job.data.tasks)
-    train_ids, held_ids = split(episodes.entries, job.data.holdout_fraction, job.train.seed)
+    train_ids, held_ids = split_episodes(episodes.entries, job.data.holdout_fraction, job.train.seed)
     data = FrameData(episodes, train_ids, job.data.cameras)
     cameras = job.data.cameras or list(episodes.info.get("cameras", []))
     prompts = sorted({e["prompt"] for e in episodes.entries})

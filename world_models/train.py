@@ -18,7 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from policy_and_value.config.validate import ConfigError
@@ -52,13 +51,6 @@ def check_job(job: WorldModelJob) -> None:
         raise _fail("model", job.model, str(err)) from None
 
 
-def split(num: int, fraction: float, seed: int) -> tuple[list[int], list[int]]:
-    """Deterministic train/held-out split of episode indices."""
-    order = np.random.default_rng(seed).permutation(num).tolist()
-    held = min(num - 1, int(round(num * fraction)))
-    return sorted(order[held:]), sorted(order[:held])
-
-
 def _save_dir(model, final: Path) -> None:
     tmp = final.parent / f".tmp_{final.name}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -75,7 +67,7 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
     from policy_and_value.runner.checkpoint import commit, load_runner_state, save_runner_state, temp_dir_for
     from policy_and_value.runner.metric_logger import MetricLogger
     from policy_and_value.workers.base import get_rng_state, seed_everything, set_rng_state
-    from toolkits.episodes import EpisodeDataset
+    from toolkits.episodes import EpisodeDataset, split_episodes
     from world_models.data import ChunkTransitions
     from world_models.dynamics_config import make_config
     from world_models.dynamics_model import DynamicsModel
@@ -84,7 +76,7 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
     seed_everything(job.train.seed)
     accelerator = Accelerator(mixed_precision=job.train.mixed_precision, cpu=not torch.cuda.is_available())
     episodes = EpisodeDataset(job.data.path, tasks=job.data.tasks)
-    train_ids, held_ids = split(len(episodes), job.data.holdout_fraction, job.train.seed)
+    train_ids, held_ids = split_episodes(episodes.entries, job.data.holdout_fraction, job.train.seed)
     out = Path(job.output_dir)
     latest = out / CHECKPOINTS / "latest"
     resume_from = out / CHECKPOINTS / latest.read_text().strip() if job.resume and latest.is_file() else None

@@ -18,7 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from policy_and_value.config.validate import ConfigError
@@ -56,13 +55,6 @@ def check_config(cfg: SFTConfig) -> None:
         raise _fail("data.tasks", cfg.data.tasks, f"{missing} not in the dataset; it has {have}")
 
 
-def split_episodes(num: int, holdout_fraction: float, seed: int) -> tuple[list[int], list[int]]:
-    """Deterministic train/held-out split of episode indices (at least one training episode)."""
-    order = np.random.default_rng(seed).permutation(num).tolist()
-    held = min(num - 1, int(round(num * holdout_fraction)))
-    return sorted(order[held:]), sorted(order[:held])
-
-
 def latest_checkpoint(output_dir: str) -> str | None:
     """``<output_dir>/checkpoints/<latest>`` when a completed checkpoint exists."""
     latest = os.path.join(output_dir, CHECKPOINTS, "latest")
@@ -83,13 +75,13 @@ def train_sft(cfg: SFTConfig, log=print) -> Path:
     from policy_and_value.runner.checkpoint import commit, load_runner_state, save_runner_state, temp_dir_for
     from policy_and_value.runner.metric_logger import MetricLogger
     from policy_and_value.workers.base import get_rng_state, seed_everything, set_rng_state
-    from toolkits.episodes import EpisodeDataset
+    from toolkits.episodes import EpisodeDataset, split_episodes
 
     check_config(cfg)
     seed_everything(cfg.train.seed)
     success = True if cfg.data.success_only else None
     episodes = EpisodeDataset(cfg.data.path, tasks=cfg.data.tasks, success=success)
-    train_ids, held_ids = split_episodes(len(episodes), cfg.data.holdout_fraction, cfg.train.seed)
+    train_ids, held_ids = split_episodes(episodes.entries, cfg.data.holdout_fraction, cfg.train.seed)
     first = episodes[train_ids[0]]
     cameras = cfg.data.cameras or list(episodes.info.get("cameras", []))
     state_dim = first.state.shape[1] if cfg.data.state_type == "full" else 4

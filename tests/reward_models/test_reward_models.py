@@ -163,7 +163,7 @@ def test_bad_job_is_one_line(dataset, tmp_path):
 
 
 def test_split_keeps_successes_and_failures_of_every_task_on_both_sides():
-    from reward_models.train import split
+    from toolkits.episodes import split_episodes as split
 
     entries = [{"task": t, "success_once": ok} for t in ("a", "b") for ok in (True,) * 8 + (False,) * 3]
     train, held = split(entries, 0.2, seed=0)
