@@ -21,7 +21,7 @@ class ChunkTransitions:
         self, episodes, indices: list[int], history: int, future: int, chunk: int, state_type: str = "full"
     ):
         frames, states, actions, prompts = [], [], [], []
-        hist_idx, fut_idx, act_idx, state_idx, next_state_idx = [], [], [], [], []
+        hist_idx, fut_idx, act_idx, state_idx, next_state_idx, episode_of = [], [], [], [], [], []
         f_off = a_off = 0
         offsets = [((j + 1) * chunk) // future for j in range(future)]
         for i in indices:
@@ -38,6 +38,7 @@ class ChunkTransitions:
                 state_idx.append(f_off + t)
                 next_state_idx.append(f_off + t + chunk)
                 prompts.append(ep.meta["prompt"])
+                episode_of.append(i)
             f_off += t_len + 1
             a_off += t_len
         if not hist_idx:
@@ -51,6 +52,7 @@ class ChunkTransitions:
         self.state_idx = torch.tensor(state_idx)
         self.next_state_idx = torch.tensor(next_state_idx)
         self.prompts = np.array(prompts, dtype=object)
+        self.episode_of = np.array(episode_of)  # dataset index of each transition's episode
 
     def __len__(self) -> int:
         return len(self.hist_idx)

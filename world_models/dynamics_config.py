@@ -30,6 +30,9 @@ class DynamicsModelConfig:
     predict_state: bool = False
     prompts: list[str] = field(default_factory=list)  # prompt conditioning over these (empty: none)
     num_inference_steps: int = 4
+    # imagined frame = last history frame + decode(predicted) - decode(last history latent): the VAE's
+    # reconstruction error cancels where nothing moves, so static background stays sharp
+    decode_residual: bool = False
     dtype: str = "float32"
     # VAE (AutoencoderKLLTXVideo keyword arguments)
     vae: dict[str, Any] = field(default_factory=dict)
@@ -120,12 +123,16 @@ PRESETS = {"tiny": _tiny, "ltx_2b": _ltx_2b}
 
 
 def make_config(preset: str = "tiny", **overrides: Any) -> DynamicsModelConfig:
-    """A preset with fields overridden; an unknown preset or field is an error."""
+    """A preset with fields overridden (``vae`` and ``transformer`` key by key); an unknown preset or
+    field is an error."""
     if preset not in PRESETS:
         raise ValueError(f"unknown dynamics-model preset {preset!r}; choose from {sorted(PRESETS)}")
     data = PRESETS[preset]().to_dict()
     unknown = sorted(set(overrides) - set(data))
     if unknown:
         raise ValueError(f"unknown dynamics-model config keys {unknown}")
-    data.update(overrides)
+    for key, value in overrides.items():  # vae / transformer overrides change single keyword arguments
+        data[key] = (
+            {**data[key], **value} if isinstance(data[key], dict) and isinstance(value, dict) else value
+        )
     return DynamicsModelConfig(**data)

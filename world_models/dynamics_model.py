@@ -256,6 +256,11 @@ class DynamicsModel(nn.Module):
             vel = self.velocity(hist, x, sigma, ctx)
             x = scheduler.step(vel, t, x).prev_sample
         images = self.decode(x)
+        if cfg.decode_residual:
+            last = self._pixels(history_images[:, -1:])[:, :, 0]  # [N*V, 3, S, S] in [-1, 1]
+            last = ((last.float() + 1) * 127.5).permute(0, 2, 3, 1).reshape(n, 1, v, *last.shape[2:], 3)
+            recon = self.decode(hist[:, -1:]).float()
+            images = (last + images.float() - recon).round().clamp(0, 255).to(torch.uint8)
         next_state = self._next_state(state, actions, hist) if cfg.predict_state else None
         return {"images": images, "state": next_state}
 

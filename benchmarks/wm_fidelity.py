@@ -1,0 +1,126 @@
+"""Fidelity of a trained dynamics model on held-out episodes: PSNR and SSIM of the frames it imagines
+over one action chunk, against two baselines, per task.
+
+    .venv/bin/python benchmarks/wm_fidelity.py --data DATA --model-dir logs/wm/model [--holdout 0.1 --seed 0]
+
+DATA is the episode dataset the model was trained on (``python -m world_models.train data.path=DATA``);
+the held-out episodes are the ones that training set aside (same split, same ``--holdout`` and
+``--seed`` as ``data.holdout_fraction`` and ``train.seed``). Every chunk start along each held-out
+episode (stride ``--stride``) is predicted from the real history frames, and each of the ``T_f``
+predicted frames is compared with the real one. Rows:
+
+- ``model``: the dynamics model given the recorded actions;
+- ``zero actions``: the same model and noise, actions zeroed (the gap to ``model`` shows that actions
+  steer the prediction);
+- ``model residual`` / ``zero residual``: the same two with ``decode_residual`` (last real frame plus the
+  decoded change), whatever the model's own setting;
+- ``repeat last``: the last history frame repeated (nothing moves);
+- ``vae recon``: the real future frames through the VAE alone (the ceiling the latent model can reach).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+
+import numpy as np
+import torch
+from torchmetrics.functional.image import peak_signal_noise_ratio, structural_similarity_index_measure
+
+ROWS = ("model", "zero actions", "model residual", "zero residual", "repeat last", "vae recon")
+
+
+def frame_metrics(pred: torch.Tensor, real: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-sample PSNR and SSIM (data range 255) of uint8 frames [N, T, V, H, W, 3], averaged over T and V."""
+    n = pred.shape[0]
+    p = pred.flatten(0, 2).permute(0, 3, 1, 2).float()
+    r = real.flatten(0, 2).permute(0, 3, 1, 2).float()
+    psnr = peak_signal_noise_ratio(p, r, data_range=255.0, reduction="none", dim=(1, 2, 3))
+    ssim = structural_similarity_index_measure(p, r, data_range=255.0, reduction="none")
+    return psnr.reshape(n, -1).mean(1), ssim.reshape(n, -1).mean(1)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", required=True)
+    p.add_argument("--model-dir", required=True)
+    p.add_argument("--holdout", type=float, default=0.1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--stride", type=int, default=4, help="steps between predicted chunk starts")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--num-inference-steps", type=int, default=None)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = p.parse_args()
+
+    from toolkits.episodes import EpisodeDataset, split_episodes
+    from world_models.data import ChunkTransitions
+    from world_models.dynamics_model import DynamicsModel
+
+    model = DynamicsModel.from_pretrained(args.model_dir, device=args.device)
+    cfg = model.cfg
+    episodes = EpisodeDataset(args.data)
+    _, held = split_episodes(episodes.entries, args.holdout, args.seed)
+    state_type = "proprio" if cfg.state_dim == 4 else "full"  # Meta-World: 4 proprio dims, 39 full
+    data = ChunkTransitions(
+        episodes, held, cfg.history_frames, cfg.future_frames, cfg.action_chunk, state_type
+    )
+    tasks = sorted({episodes.entries[i]["task"] for i in held})
+    sample_task = np.array([episodes.entries[i]["task"] for i in data.episode_of])
+    chosen = torch.arange(len(data))[:: args.stride] if args.stride > 1 else torch.arange(len(data))
+    print(f"{len(held)} held-out episodes of {tasks}; {len(chosen)} chunks of "
+          f"{cfg.action_chunk} actions, {cfg.future_frames} frames each, {cfg.num_views} views")  # fmt: skip
+
+    scores: dict[str, dict[str, list[torch.Tensor]]] = {r: defaultdict(list) for r in ROWS}
+    seconds = 0.0
+    for part in chosen.split(args.batch):
+        b = data.batch(part)
+        real = b["future_images"]
+        if real.shape[3] != cfg.image_size:
+            raise SystemExit(f"episodes are {real.shape[3]} px, the model {cfg.image_size} px")
+        noise = torch.randn((1, *model.noise_shape()), generator=torch.Generator().manual_seed(args.seed))
+        kw = {"prompt": b["prompt"] if cfg.prompts else None, "noise": noise,
+              "num_inference_steps": args.num_inference_steps}  # fmt: skip
+        state = b["state"] if cfg.state_dim else None
+        start = time.time()
+        preds = {"model": model.imagine(b["history_images"], state, b["actions"], **kw)["images"].cpu()}
+        seconds += time.time() - start
+        preds["zero actions"] = model.imagine(
+            b["history_images"], state, torch.zeros_like(b["actions"]), **kw
+        )["images"].cpu()
+        own = model.cfg.decode_residual
+        model.cfg.decode_residual = True
+        for row, acts in (
+            ("model residual", b["actions"]),
+            ("zero residual", torch.zeros_like(b["actions"])),
+        ):
+            preds[row] = model.imagine(b["history_images"], state, acts, **kw)["images"].cpu()
+        model.cfg.decode_residual = own
+        preds["repeat last"] = b["history_images"][:, -1:].expand_as(real)
+        with torch.no_grad():
+            preds["vae recon"] = model.decode(model.encode(real)).cpu()
+        for row, pred in preds.items():
+            psnr, ssim = frame_metrics(pred, real)
+            for task in set(sample_task[part.numpy()]):
+                mask = torch.from_numpy(sample_task[part.numpy()] == task)
+                scores[row][f"{task}/psnr"].append(psnr[mask])
+                scores[row][f"{task}/ssim"].append(ssim[mask])
+                scores[row]["all/psnr"].append(psnr[mask])
+                scores[row]["all/ssim"].append(ssim[mask])
+
+    names = sorted({k.split("/")[0] for k in scores["model"]} - {"all"}) + ["all"]
+    print(f"\n{'task':<26}" + "".join(f"{r:>18}" for r in ROWS))
+    print(f"{'':<26}" + "".join(f"{'PSNR dB  SSIM':>18}" for _ in ROWS))
+    for name in names:
+        cells = []
+        for row in ROWS:
+            psnr = torch.cat(scores[row][f"{name}/psnr"]).mean()
+            ssim = torch.cat(scores[row][f"{name}/ssim"]).mean()
+            cells.append(f"{psnr:.2f}  {ssim:.3f}")
+        print(f"{name:<26}" + "".join(f"{c:>18}" for c in cells))
+    print(f"\nmodel imagination: {len(chosen) / seconds:.1f} chunks/s on {args.device} "
+          f"(batch {args.batch}, {args.num_inference_steps or cfg.num_inference_steps} denoising steps)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
