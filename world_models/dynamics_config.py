@@ -33,6 +33,9 @@ class DynamicsModelConfig:
     # imagined frame = last history frame + decode(predicted) - decode(last history latent): the VAE's
     # reconstruction error cancels where nothing moves, so static background stays sharp
     decode_residual: bool = False
+    # denoise the change of the latents since the last history frame (scaled by its per-channel std)
+    # instead of the latents themselves: what stays still is zero, so the model spends itself on motion
+    predict_delta: bool = False
     dtype: str = "float32"
     # VAE (AutoencoderKLLTXVideo keyword arguments)
     vae: dict[str, Any] = field(default_factory=dict)
@@ -96,14 +99,14 @@ class DynamicsModelConfig:
 def _tiny() -> DynamicsModelConfig:
     return DynamicsModelConfig(
         vae={
-            "latent_channels": 8, "block_out_channels": [32, 64], "decoder_block_out_channels": [32, 64],
+            "latent_channels": 16, "block_out_channels": [32, 64], "decoder_block_out_channels": [32, 64],
             "down_block_types": ["LTXVideoDownBlock3D", "LTXVideoDownBlock3D"], "layers_per_block": [1, 1, 1],
             "decoder_layers_per_block": [1, 1, 1], "spatio_temporal_scaling": [True, False],
             "decoder_spatio_temporal_scaling": [True, False], "decoder_inject_noise": [False, False, False],
             "downsample_type": ["spatial", "conv"], "upsample_residual": [False, False], "upsample_factor": [1, 1],
             "patch_size": 4, "patch_size_t": 1,
         },
-        latent_patch=2,
+        latent_patch=2, predict_delta=True, decode_residual=True,
         transformer={"num_attention_heads": 4, "attention_head_dim": 16, "num_layers": 4, "cross_attention_dim": 64},
         context_dim=64,
     )  # fmt: skip
@@ -127,7 +130,12 @@ def make_config(preset: str = "tiny", **overrides: Any) -> DynamicsModelConfig:
     field is an error."""
     if preset not in PRESETS:
         raise ValueError(f"unknown dynamics-model preset {preset!r}; choose from {sorted(PRESETS)}")
-    data = PRESETS[preset]().to_dict()
+    return with_overrides(PRESETS[preset](), **overrides)
+
+
+def with_overrides(cfg: DynamicsModelConfig, **overrides: Any) -> DynamicsModelConfig:
+    """A copy of ``cfg`` with fields overridden (``vae`` and ``transformer`` key by key)."""
+    data = cfg.to_dict()
     unknown = sorted(set(overrides) - set(data))
     if unknown:
         raise ValueError(f"unknown dynamics-model config keys {unknown}")

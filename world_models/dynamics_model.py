@@ -57,6 +57,7 @@ class DynamicsModel(nn.Module):
                                             nn.Linear(256, cfg.state_dim))  # fmt: skip
         self.register_buffer("latent_mean", torch.zeros(cfg.latent_channels))
         self.register_buffer("latent_std", torch.ones(cfg.latent_channels))
+        self.register_buffer("delta_std", torch.ones(cfg.latent_channels))
         self._prompt_index = {p: i for i, p in enumerate(cfg.prompts)}
         self.to(getattr(torch, cfg.dtype))
 
@@ -115,6 +116,29 @@ class DynamicsModel(nn.Module):
         z = torch.cat(zs).float()  # [M*V, C, h, w]
         self.latent_mean.copy_(z.mean(dim=(0, 2, 3)))
         self.latent_std.copy_(z.std(dim=(0, 2, 3)).clamp(min=1e-3))
+
+    @torch.no_grad()
+    def fit_delta_stats(
+        self, history_images: torch.Tensor, future_images: torch.Tensor, batch: int = 64
+    ) -> None:
+        """Per-channel std of future latents minus the last history latent, for ``predict_delta``."""
+        self.delta_std.fill_(1.0)
+        deltas = [
+            (self.encode(f) - self.encode(h[:, -1:])).transpose(2, 3).flatten(3).transpose(0, 2).flatten(1)
+            for h, f in zip(history_images.split(batch), future_images.split(batch))
+        ]  # each [C, ...]
+        self.delta_std.copy_(torch.cat(deltas, 1).float().std(1).clamp(min=1e-3))
+
+    def _to_target(self, future: torch.Tensor, hist: torch.Tensor) -> torch.Tensor:
+        """Future latents -> what is denoised (themselves, or their scaled change since the last history frame)."""
+        if not self.cfg.predict_delta:
+            return future
+        return (future - hist[:, -1:]) / self.delta_std[:, None, None]
+
+    def _from_target(self, x: torch.Tensor, hist: torch.Tensor) -> torch.Tensor:
+        if not self.cfg.predict_delta:
+            return x
+        return hist[:, -1:] + x * self.delta_std[:, None, None]
 
     # ------------------------------------------------------------------ tokens
     def _pack(self, z: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int, int]]:
@@ -197,7 +221,7 @@ class DynamicsModel(nn.Module):
         """Flow matching on the future latents (history clean), plus the next-state error when predicted."""
         with torch.no_grad():
             hist = self.encode(history_images)
-            x0 = self.encode(future_images)
+            x0 = self._to_target(self.encode(future_images), hist)
         n = x0.shape[0]
         noise = torch.randn(x0.shape, generator=generator).to(self.device)
         sigma = torch.rand(n, generator=generator).to(self.device)
@@ -255,7 +279,7 @@ class DynamicsModel(nn.Module):
             sigma = torch.full((n,), float(t) / scheduler.config.num_train_timesteps, device=self.device)
             vel = self.velocity(hist, x, sigma, ctx)
             x = scheduler.step(vel, t, x).prev_sample
-        images = self.decode(x)
+        images = self.decode(self._from_target(x, hist))
         if cfg.decode_residual:
             last = self._pixels(history_images[:, -1:])[:, :, 0]  # [N*V, 3, S, S] in [-1, 1]
             last = ((last.float() + 1) * 127.5).permute(0, 2, 3, 1).reshape(n, 1, v, *last.shape[2:], 3)

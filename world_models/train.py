@@ -69,7 +69,7 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
     from policy_and_value.workers.base import get_rng_state, seed_everything, set_rng_state
     from toolkits.episodes import EpisodeDataset, split_episodes
     from world_models.data import ChunkTransitions
-    from world_models.dynamics_config import make_config
+    from world_models.dynamics_config import make_config, with_overrides
     from world_models.dynamics_model import DynamicsModel
 
     check_job(job)
@@ -82,8 +82,10 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
     resume_from = out / CHECKPOINTS / latest.read_text().strip() if job.resume and latest.is_file() else None
     if resume_from is not None:
         model = DynamicsModel.from_pretrained(resume_from / MODEL_DIR)
-    elif job.init_model_dir:
-        model = DynamicsModel.from_pretrained(job.init_model_dir)
+    elif job.init_model_dir:  # its weights, its config with job.model's overrides (e.g. predict_delta)
+        init = DynamicsModel.from_pretrained(job.init_model_dir)
+        model = DynamicsModel(with_overrides(init.cfg, **job.model))
+        model.load_state_dict(init.state_dict())
     else:
         first = episodes[train_ids[0]]
         state_dim = first.state.shape[1] if job.data.state_type == "full" else 4
@@ -139,6 +141,17 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
         save_runner_state(tmp, at, state)
         commit(tmp, final)
 
+    def fit_statistics() -> None:
+        """Once the VAE is final: latent statistics (when it was trained here) and latent-change statistics."""
+        gen = torch.Generator().manual_seed(job.train.seed)  # the same sample on every process
+        if job.train.vae_steps > 0:
+            core.fit_latent_stats(data.frames[torch.randperm(len(data.frames), generator=gen)[:512]])
+        if core.cfg.predict_delta:
+            part = data.batch(torch.randperm(len(data), generator=gen)[:512])
+            core.fit_delta_stats(part["history_images"], part["future_images"])
+
+    if step == 0 and job.train.vae_steps == 0:  # a given VAE (init_model_dir): only the change statistics
+        fit_statistics()
     start = time.time()
     while step < total:
         stage = "vae" if step < job.train.vae_steps else "dynamics"
@@ -161,8 +174,8 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
         if stage == "dynamics":
             dyn_sched.step()
         step += 1
-        if step == job.train.vae_steps and stage == "vae" and hasattr(core, "fit_latent_stats"):
-            core.fit_latent_stats(data.frames[torch.randperm(len(data.frames))[:512]])
+        if stage == "vae" and step == job.train.vae_steps:
+            fit_statistics()
         if logger is not None and (step % job.train.log_interval == 0 or step == total):
             metrics = {f"world_model/{stage}/{k}": float(v.detach()) for k, v in losses.items()}
             metrics[f"world_model/{stage}/grad_norm"] = float(grad_norm)
