@@ -12,8 +12,6 @@ predicted frames is compared with the real one. Rows:
 - ``model``: the dynamics model given the recorded actions;
 - ``zero actions``: the same model and noise, actions zeroed (the gap to ``model`` shows that actions
   steer the prediction);
-- ``model residual`` / ``zero residual``: the same two with ``decode_residual`` (last real frame plus the
-  decoded change), whatever the model's own setting;
 - ``repeat last``: the last history frame repeated (nothing moves);
 - ``vae recon``: the real future frames through the VAE alone (the ceiling the latent model can reach).
 """
@@ -28,7 +26,7 @@ import numpy as np
 import torch
 from torchmetrics.functional.image import peak_signal_noise_ratio, structural_similarity_index_measure
 
-ROWS = ("model", "zero actions", "model residual", "zero residual", "repeat last", "vae recon")
+ROWS = ("model", "zero actions", "repeat last", "vae recon")
 
 
 def frame_metrics(pred: torch.Tensor, real: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -88,14 +86,6 @@ def main() -> None:
         preds["zero actions"] = model.imagine(
             b["history_images"], state, torch.zeros_like(b["actions"]), **kw
         )["images"].cpu()
-        own = model.cfg.decode_residual
-        model.cfg.decode_residual = True
-        for row, acts in (
-            ("model residual", b["actions"]),
-            ("zero residual", torch.zeros_like(b["actions"])),
-        ):
-            preds[row] = model.imagine(b["history_images"], state, acts, **kw)["images"].cpu()
-        model.cfg.decode_residual = own
         preds["repeat last"] = b["history_images"][:, -1:].expand_as(real)
         with torch.no_grad():
             preds["vae recon"] = model.decode(model.encode(real)).cpu()

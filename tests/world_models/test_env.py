@@ -145,3 +145,17 @@ def test_config_checks_name_the_key(episodes, model_dirs):
         ConfigError, match=r"env.train.reward_model_ckpt='/no/such.safetensors': no such file"
     ):
         load_config("ppo_metaworld", [*keys, "env.train.reward_model_ckpt=/no/such.safetensors"])
+
+
+def test_replay_cli_writes_videos_beside_the_real_frames(episodes, model_dirs, tmp_path, capsys):
+    from world_models.replay import main
+
+    dyn, reward = model_dirs
+    out = tmp_path / "replay"
+    args = ["--model-dir", dyn, "--reward-model-dir", reward, "--data", episodes, "--out", str(out)]
+    assert main([*args, "--num-envs", "2", "--steps", "8"]) == 0
+    videos = capsys.readouterr().out.split()
+    assert len(videos) == 2
+    frames = imageio.mimread(videos[0])
+    assert len(frames) == 1 + 2 * 4 and frames[0].shape[0] == 2 * 2 * 32 + 32  # imagined and real rows
+    assert main([*args, "--steps", "0"]) == 2
