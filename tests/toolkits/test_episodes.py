@@ -82,3 +82,14 @@ def test_collect_cli_bad_argument_is_one_line(tmp_path):
         proc.returncode == 2
         and proc.stderr.strip() == "error: --fail-fraction=1.5: allowed: a share in [0, 1]"
     )
+
+
+@pytest.mark.slow
+def test_our_peg_insert_side_expert_inserts_the_peg():
+    from toolkits.collect_episodes import collect, expert_for
+    from toolkits.experts import PegInsertSidePolicy
+
+    assert isinstance(expert_for("peg-insert-side-v3"), PegInsertSidePolicy)
+    summary = collect(["peg-insert-side-v3"], 4, ["corner"], 64, 0.0, 0.0, 150, 0, num_envs=4,
+                      use_images=False, log=lambda *_: None)  # fmt: skip
+    assert summary["peg-insert-side-v3"]["success_rate"] == 1.0
