@@ -45,17 +45,21 @@ class WorldModelEnv(BatchedEnv):
         self.cfg = cfg
         self.num_envs = num_envs
         self.rank = rank
+        # the models run on the accelerator Ray gave this env worker, if any
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.dynamics = (
             dynamics if dynamics is not None else DynamicsModel.from_pretrained(cfg.dynamics_model_config)
         )
-        self.dynamics.eval()
+        if cfg.dynamics_model_dtype is not None:
+            self.dynamics.to(getattr(torch, cfg.dynamics_model_dtype))
+        self.dynamics.eval().to(self.device)
         if scorer is None:
             scorer = FrameScorer.from_pretrained(cfg.reward_model_config)
             if cfg.reward_model_ckpt:
                 from safetensors.torch import load_file
 
                 scorer.load_state_dict(load_file(cfg.reward_model_ckpt), strict=True)
-        self.scorer = scorer.eval()
+        self.scorer = scorer.eval().to(self.device)
         dcfg = self.dynamics.cfg
         self.history_frames, self.future_frames = dcfg.history_frames, dcfg.future_frames
         if cfg.num_action_chunks != dcfg.action_chunk:
@@ -140,7 +144,7 @@ class WorldModelEnv(BatchedEnv):
         self._return[ids] = 0.0
         self._success[ids] = False
         current = torch.from_numpy(self._history[ids, -1:])
-        self._progress[ids] = self.scorer.score(current, [self.prompts[i] for i in ids])[:, 0].numpy()
+        self._progress[ids] = self.scorer.score(current, [self.prompts[i] for i in ids])[:, 0].cpu().numpy()
         if self.video is not None:
             for i in ids:
                 self.video.start(int(i), self._history[i, -1], float(self._progress[i]))
@@ -160,8 +164,8 @@ class WorldModelEnv(BatchedEnv):
             generator=self._gen, num_inference_steps=self.cfg.num_inference_steps,
             noise=None if self.cfg.stochastic_imagination else self._fixed_noise,
         )  # fmt: skip
-        images = out["images"]  # [N, T_f, V, H, W, 3] uint8
-        scores = self.scorer.score(images, self.prompts)  # [N, T_f]
+        images = out["images"].cpu()  # [N, T_f, V, H, W, 3] uint8
+        scores = self.scorer.score(images, self.prompts).cpu()  # [N, T_f]
         progress = torch.cat([torch.from_numpy(self._progress)[:, None], scores], dim=1)
         mode = "chunk_reward" if self.cfg.chunk_reward else self.cfg.reward_mode
         frame_rewards = rewards_from_progress(progress, mode, self.cfg.reward_coef)  # [N, T_f]
@@ -185,7 +189,7 @@ class WorldModelEnv(BatchedEnv):
         self._history = np.concatenate([self._history, imgs], axis=1)[:, -self.history_frames :]
         self._progress = scores[:, -1].numpy().astype(np.float32)
         if out.get("state") is not None:
-            self._state = out["state"].numpy().astype(np.float32)
+            self._state = out["state"].cpu().numpy().astype(np.float32)
         if self.video is not None:
             for i in range(n):
                 for j in range(self.future_frames):
@@ -275,6 +279,10 @@ class WorldModelEnv(BatchedEnv):
         """Move the models off the accelerator between rollouts (``env.enable_offload``)."""
         self.dynamics.to("cpu")
         self.scorer.to("cpu")
+
+    def onload(self) -> None:
+        self.dynamics.to(self.device)
+        self.scorer.to(self.device)
 
     def close(self) -> None:
         if self.video is not None:

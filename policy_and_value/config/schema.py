@@ -106,6 +106,7 @@ class EnvConfig(Strict):
         "episode_start"  # keyframe: random frames along episodes
     )
     num_inference_steps: int | None = Field(None, ge=1)  # None: the dynamics model's own
+    dynamics_model_dtype: Literal["float32", "bfloat16", "float16"] | None = None  # None: the model's own
     stochastic_imagination: bool = (
         False  # False: imagination is a deterministic function of the seed and state
     )

@@ -159,3 +159,11 @@ def test_replay_cli_writes_videos_beside_the_real_frames(episodes, model_dirs, t
     frames = imageio.mimread(videos[0])
     assert len(frames) == 1 + 2 * 4 and frames[0].shape[0] == 2 * 2 * 32 + 32  # imagined and real rows
     assert main([*args, "--steps", "0"]) == 2
+
+
+def test_precision_is_a_config_key(episodes, model_dirs):
+    env = make_env(_cfg(episodes, model_dirs, dynamics_model_dtype="bfloat16"), 2, seed=0)
+    assert env.dynamics.dtype == torch.bfloat16
+    env.reset()
+    obs, rewards, *_ = env.chunk_step(_actions(2))
+    assert obs["images"].dtype == torch.uint8 and rewards.dtype == torch.float32
