@@ -51,6 +51,13 @@ def check_job(job: WorldModelJob) -> None:
         raise _fail("model", job.model, str(err)) from None
 
 
+def init_cfg_predicts_delta(model_dir: str) -> bool:
+    """Whether a saved model was trained with ``predict_delta`` (its change statistics are then fitted)."""
+    from world_models.dynamics_config import DynamicsModelConfig
+
+    return DynamicsModelConfig.load(os.path.join(model_dir, "config.json")).predict_delta
+
+
 def _save_dir(model, final: Path) -> None:
     tmp = final.parent / f".tmp_{final.name}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -150,8 +157,9 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
             part = data.batch(torch.randperm(len(data), generator=gen)[:512])
             core.fit_delta_stats(part["history_images"], part["future_images"])
 
-    if step == 0 and job.train.vae_steps == 0:  # a given VAE (init_model_dir): only the change statistics
-        fit_statistics()
+    init_has_delta_stats = job.init_model_dir is not None and init_cfg_predicts_delta(job.init_model_dir)
+    if step == 0 and job.train.vae_steps == 0 and not init_has_delta_stats:
+        fit_statistics()  # a given VAE (init_model_dir): only the change statistics, unless already fitted
     start = time.time()
     while step < total:
         stage = "vae" if step < job.train.vae_steps else "dynamics"

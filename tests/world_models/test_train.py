@@ -45,3 +45,16 @@ def test_bad_config_is_one_line_and_exit_2(episodes, tmp_path, capsys):
     assert "future_frames must be <= action_chunk" in capsys.readouterr().err
     assert main([*base, f"data.path={episodes}", "train.batch_size=0"]) == 2
     assert "train.batch_size" in capsys.readouterr().err
+
+
+def test_fine_tuning_keeps_the_fitted_statistics(episodes, tmp_path):
+    args = [f"data.path={episodes}", "data.holdout_fraction=0.25", *SMALL]
+    assert main([*args, f"output_dir={tmp_path / 'a'}", "train.vae_steps=1", "train.dynamics_steps=1"]) == 0
+    first = DynamicsModel.from_pretrained(tmp_path / "a" / "model")
+    tuned_args = [f"output_dir={tmp_path / 'b'}", f"init_model_dir={tmp_path / 'a' / 'model'}",
+                  "train.vae_steps=0", "train.dynamics_steps=1", "train.seed=5"]  # fmt: skip
+    assert main([*args, *tuned_args]) == 0
+    tuned = DynamicsModel.from_pretrained(tmp_path / "b" / "model")
+    for name in ("latent_mean", "latent_std", "delta_std"):
+        assert torch.equal(getattr(first, name), getattr(tuned, name)), name
+    assert not torch.equal(first.transformer.proj_out.weight, tuned.transformer.proj_out.weight)
