@@ -12,13 +12,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from reward_models.configuration import RewardModelConfig
-
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.safetensors"
+from toolkits.model_dir import config_path, load_weights_strict, write_model_dir
 
 
 class FrameScorer(nn.Module):
@@ -84,24 +81,11 @@ class FrameScorer(nn.Module):
 
     def save_pretrained(self, directory: str | Path) -> Path:
         """Write ``config.json`` + ``model.safetensors``."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        self.cfg.save(directory / CONFIG_FILE)
-        state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
-        save_file(state, str(directory / WEIGHTS_FILE))
-        return directory
+        return write_model_dir(directory, self.cfg, self)
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, device: str | torch.device = "cpu") -> FrameScorer:
         """Load a directory written by ``save_pretrained``; missing or unexpected keys are an error."""
-        directory = Path(directory)
-        if not (directory / CONFIG_FILE).is_file():
-            raise FileNotFoundError(f"{directory}: no {CONFIG_FILE} (not a reward model directory)")
-        model = cls(RewardModelConfig.load(directory / CONFIG_FILE))
-        state = load_file(str(directory / WEIGHTS_FILE))
-        result = model.load_state_dict(state, strict=False)
-        if result.missing_keys or result.unexpected_keys:
-            raise KeyError(
-                f"{directory / WEIGHTS_FILE}: missing keys {result.missing_keys}, unexpected keys {result.unexpected_keys}"
-            )
+        model = cls(RewardModelConfig.load(config_path(directory, "reward model")))
+        load_weights_strict(model, directory)
         return model.to(device).eval()

@@ -23,7 +23,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from policy_and_value.config.validate import ConfigError
 from policy_and_value.config.validate import config_error as _fail
 from reward_models.config import RewardModelJob
 
@@ -164,28 +163,9 @@ def _save_atomic(model, final: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: compose ``configs/<CONFIG>.yaml`` (default ``reward/progress_tiny``) with overrides, train."""
-    from pydantic import ValidationError
+    from policy_and_value.config.cli import job_cli
 
-    from policy_and_value.config.load import compose_config
-    from policy_and_value.config.validate import format_validation_error
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0
-    name = args.pop(0) if args and "=" not in args[0] else "reward/progress_tiny"
-    try:
-        data = compose_config(name, args)
-        try:
-            job = RewardModelJob.model_validate(data)
-        except ValidationError as err:
-            raise ConfigError(format_validation_error(err, data, RewardModelJob)) from None
-        check_job(job)
-    except ConfigError as err:
-        print(err, file=sys.stderr)
-        return 2
-    train_reward_model(job)
-    return 0
+    return job_cli(argv, "reward/progress_tiny", RewardModelJob, check_job, train_reward_model, __doc__)
 
 
 if __name__ == "__main__":

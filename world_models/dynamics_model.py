@@ -18,13 +18,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from diffusers import AutoencoderKLLTXVideo, FlowMatchEulerDiscreteScheduler, LTXVideoTransformer3DModel
-from safetensors.torch import load_file, save_file
 from torch import nn
 
+from toolkits.model_dir import config_path, load_weights_strict, write_model_dir
 from world_models.dynamics_config import DynamicsModelConfig
-
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.safetensors"
 
 
 class DynamicsModel(nn.Module):
@@ -291,28 +288,13 @@ class DynamicsModel(nn.Module):
     # ------------------------------------------------------------------ weights
     def save_pretrained(self, directory: str | Path) -> Path:
         """Write ``config.json`` + ``model.safetensors``."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        self.cfg.save(directory / CONFIG_FILE)
-        save_file(
-            {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()},
-            str(directory / WEIGHTS_FILE),
-        )
-        return directory
+        return write_model_dir(directory, self.cfg, self)
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, device: str | torch.device = "cpu") -> DynamicsModel:
         """Load a directory written by ``save_pretrained``; missing or unexpected keys are an error listing them."""
-        directory = Path(directory)
-        if not (directory / CONFIG_FILE).is_file():
-            raise FileNotFoundError(f"{directory}: no {CONFIG_FILE} (not a dynamics model directory)")
-        model = cls(DynamicsModelConfig.load(directory / CONFIG_FILE))
-        result = model.load_state_dict(load_file(str(directory / WEIGHTS_FILE)), strict=False)
-        if result.missing_keys or result.unexpected_keys:
-            raise KeyError(
-                f"{directory / WEIGHTS_FILE}: missing keys {result.missing_keys[:20]}, "
-                f"unexpected keys {result.unexpected_keys[:20]}"
-            )
+        model = cls(DynamicsModelConfig.load(config_path(directory, "dynamics model")))
+        load_weights_strict(model, directory)
         return model.to(device).eval()
 
     @classmethod

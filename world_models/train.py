@@ -20,7 +20,6 @@ from pathlib import Path
 
 import torch
 
-from policy_and_value.config.validate import ConfigError
 from policy_and_value.config.validate import config_error as _fail
 from world_models.config import WorldModelJob
 
@@ -232,28 +231,9 @@ def heldout_loss(model, held, device, samples: int = 64, batch_size: int = 16) -
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: compose ``configs/<CONFIG>.yaml`` (default ``world_model/ltx_tiny``) with overrides, train."""
-    from pydantic import ValidationError
+    from policy_and_value.config.cli import job_cli
 
-    from policy_and_value.config.load import compose_config
-    from policy_and_value.config.validate import format_validation_error
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0
-    name = args.pop(0) if args and "=" not in args[0] else "world_model/ltx_tiny"
-    try:
-        data = compose_config(name, args)
-        try:
-            job = WorldModelJob.model_validate(data)
-        except ValidationError as err:
-            raise ConfigError(format_validation_error(err, data, WorldModelJob)) from None
-        check_job(job)
-    except ConfigError as err:
-        print(err, file=sys.stderr)
-        return 2
-    train_world_model(job)
-    return 0
+    return job_cli(argv, "world_model/ltx_tiny", WorldModelJob, check_job, train_world_model, __doc__)
 
 
 if __name__ == "__main__":

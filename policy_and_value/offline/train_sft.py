@@ -20,7 +20,6 @@ from pathlib import Path
 
 import torch
 
-from policy_and_value.config.validate import ConfigError
 from policy_and_value.config.validate import config_error as _fail
 from policy_and_value.offline.config import SFTConfig
 
@@ -223,28 +222,9 @@ def heldout_loss(policy: torch.nn.Module, held, max_samples: int = 256, batch_si
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: compose ``configs/<CONFIG>.yaml`` (default ``offline/sft_pi0_tiny``) with overrides, train."""
-    from pydantic import ValidationError
+    from policy_and_value.config.cli import job_cli
 
-    from policy_and_value.config.load import compose_config
-    from policy_and_value.config.validate import format_validation_error
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0
-    name = args.pop(0) if args and "=" not in args[0] else "offline/sft_pi0_tiny"
-    try:
-        data = compose_config(name, args)
-        try:
-            cfg = SFTConfig.model_validate(data)
-        except ValidationError as err:
-            raise ConfigError(format_validation_error(err, data, SFTConfig)) from None
-        check_config(cfg)
-    except ConfigError as err:
-        print(err, file=sys.stderr)
-        return 2
-    train_sft(cfg)
-    return 0
+    return job_cli(argv, "offline/sft_pi0_tiny", SFTConfig, check_config, train_sft, __doc__)
 
 
 if __name__ == "__main__":

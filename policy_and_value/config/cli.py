@@ -1,0 +1,42 @@
+"""The command line shared by the offline training tools (imitation, world model, reward model):
+``python -m TOOL [CONFIG] [key=value ...]``, validated before any work starts."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from policy_and_value.config.load import compose_config
+from policy_and_value.config.validate import ConfigError, format_validation_error
+
+
+def job_cli(
+    argv: list[str] | None,
+    default_config: str,
+    schema: type[BaseModel],
+    check: Callable[[Any], None],
+    run: Callable[[Any], Any],
+    doc: str | None,
+) -> int:
+    """Compose ``configs/<CONFIG>.yaml`` (default ``default_config``) with overrides, validate it with
+    ``schema`` and ``check``, then ``run`` it. A bad config prints one line and returns 2."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-h", "--help"):
+        print(doc)
+        return 0
+    name = args.pop(0) if args and "=" not in args[0] else default_config
+    try:
+        data = compose_config(name, args)
+        try:
+            job = schema.model_validate(data)
+        except ValidationError as err:
+            raise ConfigError(format_validation_error(err, data, schema)) from None
+        check(job)
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 2
+    run(job)
+    return 0

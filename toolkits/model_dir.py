@@ -1,0 +1,43 @@
+"""Model directories (``config.json`` + ``model.safetensors``), written and read the same way by the
+reward models and the dynamics model: atomic-enough writes, strict loads that list any key mismatch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+
+
+def write_model_dir(directory: str | Path, cfg: Any, model: nn.Module) -> Path:
+    """Write ``cfg.save(config.json)`` and the model's state dict as safetensors; returns the directory."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    cfg.save(directory / CONFIG_FILE)
+    save_file(
+        {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
+        str(directory / WEIGHTS_FILE),
+    )
+    return directory
+
+
+def config_path(directory: str | Path, kind: str) -> Path:
+    """``directory/config.json``; a clear error when the directory is not a ``kind`` directory."""
+    path = Path(directory) / CONFIG_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{directory}: no {CONFIG_FILE} (not a {kind} directory)")
+    return path
+
+
+def load_weights_strict(model: nn.Module, directory: str | Path) -> None:
+    """Load ``directory/model.safetensors`` into ``model``; missing or unexpected keys are an error listing them."""
+    path = Path(directory) / WEIGHTS_FILE
+    result = model.load_state_dict(load_file(str(path)), strict=False)
+    if result.missing_keys or result.unexpected_keys:
+        raise KeyError(
+            f"{path}: missing keys {result.missing_keys[:20]}, unexpected keys {result.unexpected_keys[:20]}"
+        )
