@@ -7,7 +7,9 @@ DATA is the episode dataset the model was trained on (``python -m world_models.t
 the held-out episodes are the ones that training set aside (same split, same ``--holdout`` and
 ``--seed`` as ``data.holdout_fraction`` and ``train.seed``). Every chunk start along each held-out
 episode (stride ``--stride``) is predicted from the real history frames, and each of the ``T_f``
-predicted frames is compared with the real one. Rows:
+predicted frames is compared with the real one. With ``--horizon K`` the model imagines K chunks open
+loop (each from its own imagined frames, as the world-model env does) and the K-th chunk is scored.
+Rows:
 
 - ``model``: the dynamics model given the recorded actions;
 - ``zero actions``: the same model and noise, actions zeroed (the gap to ``model`` shows that actions
@@ -39,6 +41,18 @@ def frame_metrics(pred: torch.Tensor, real: torch.Tensor) -> tuple[torch.Tensor,
     return psnr.reshape(n, -1).mean(1), ssim.reshape(n, -1).mean(1)
 
 
+def open_loop(model, history, state, actions, kw: dict) -> torch.Tensor:
+    """Imagine chunk after chunk with the given actions, each from the frames imagined before (as the
+    world-model env does); returns the last chunk's frames."""
+    c, t_h = model.cfg.action_chunk, model.cfg.history_frames
+    for i in range(actions.shape[1] // c):
+        out = model.imagine(history, state, actions[:, i * c : (i + 1) * c], **kw)
+        history = torch.cat([history, out["images"].cpu()], dim=1)[:, -t_h:]
+        if out["state"] is not None:
+            state = out["state"].cpu()
+    return out["images"].cpu()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", required=True)
@@ -46,6 +60,7 @@ def main() -> None:
     p.add_argument("--holdout", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stride", type=int, default=4, help="steps between predicted chunk starts")
+    p.add_argument("--horizon", type=int, default=1, help="chunks imagined open loop; the last is scored")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--num-inference-steps", type=int, default=None)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -60,20 +75,21 @@ def main() -> None:
     episodes = EpisodeDataset(args.data)
     _, held = split_episodes(episodes.entries, args.holdout, args.seed)
     state_type = "proprio" if cfg.state_dim == 4 else "full"  # Meta-World: 4 proprio dims, 39 full
+    k = args.horizon  # K chunks from one start: K * T_f frames after K * C actions
     data = ChunkTransitions(
-        episodes, held, cfg.history_frames, cfg.future_frames, cfg.action_chunk, state_type
+        episodes, held, cfg.history_frames, k * cfg.future_frames, k * cfg.action_chunk, state_type
     )
     tasks = sorted({episodes.entries[i]["task"] for i in held})
     sample_task = np.array([episodes.entries[i]["task"] for i in data.episode_of])
     chosen = torch.arange(len(data))[:: args.stride] if args.stride > 1 else torch.arange(len(data))
-    print(f"{len(held)} held-out episodes of {tasks}; {len(chosen)} chunks of "
-          f"{cfg.action_chunk} actions, {cfg.future_frames} frames each, {cfg.num_views} views")  # fmt: skip
-
+    print(f"{len(held)} held-out episodes of {tasks}; {len(chosen)} starts; chunk {k} of {k} open loop "
+          f"scored; chunks of {cfg.action_chunk} actions, {cfg.future_frames} frames each, {cfg.num_views} views")  # fmt: skip
     scores: dict[str, dict[str, list[torch.Tensor]]] = {r: defaultdict(list) for r in ROWS}
+
     seconds = 0.0
     for part in chosen.split(args.batch):
         b = data.batch(part)
-        real = b["future_images"]
+        real = b["future_images"][:, -cfg.future_frames :]  # the last chunk's frames
         if real.shape[3] != cfg.image_size:
             raise SystemExit(f"episodes are {real.shape[3]} px, the model {cfg.image_size} px")
         noise = torch.randn((1, *model.noise_shape()), generator=torch.Generator().manual_seed(args.seed))
@@ -81,11 +97,11 @@ def main() -> None:
               "num_inference_steps": args.num_inference_steps}  # fmt: skip
         state = b["state"] if cfg.state_dim else None
         start = time.time()
-        preds = {"model": model.imagine(b["history_images"], state, b["actions"], **kw)["images"].cpu()}
+        preds = {"model": open_loop(model, b["history_images"], state, b["actions"], kw)}
         seconds += time.time() - start
-        preds["zero actions"] = model.imagine(
-            b["history_images"], state, torch.zeros_like(b["actions"]), **kw
-        )["images"].cpu()
+        preds["zero actions"] = open_loop(
+            model, b["history_images"], state, torch.zeros_like(b["actions"]), kw
+        )
         preds["repeat last"] = b["history_images"][:, -1:].expand_as(real)
         with torch.no_grad():
             preds["vae recon"] = model.decode(model.encode(real)).cpu()
@@ -98,7 +114,7 @@ def main() -> None:
                 scores[row]["all/psnr"].append(psnr[mask])
                 scores[row]["all/ssim"].append(ssim[mask])
 
-    names = sorted({k.split("/")[0] for k in scores["model"]} - {"all"}) + ["all"]
+    names = sorted({key.split("/")[0] for key in scores["model"]} - {"all"}) + ["all"]
     print(f"\n{'task':<26}" + "".join(f"{r:>18}" for r in ROWS))
     print(f"{'':<26}" + "".join(f"{'PSNR dB  SSIM':>18}" for _ in ROWS))
     for name in names:
@@ -108,7 +124,7 @@ def main() -> None:
             ssim = torch.cat(scores[row][f"{name}/ssim"]).mean()
             cells.append(f"{psnr:.2f}  {ssim:.3f}")
         print(f"{name:<26}" + "".join(f"{c:>18}" for c in cells))
-    print(f"\nmodel imagination: {len(chosen) / seconds:.1f} chunks/s on {args.device} "
+    print(f"\nmodel imagination: {k * len(chosen) / seconds:.1f} chunks/s on {args.device} "
           f"(batch {args.batch}, {args.num_inference_steps or cfg.num_inference_steps} denoising steps)")  # fmt: skip
 
 
