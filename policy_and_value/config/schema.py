@@ -59,6 +59,9 @@ class AlgorithmConfig(Strict):
     gae_lambda: float = Field(0.95, ge=0.0, le=1.0)
     normalize_advantages: bool = True
     advantage_scale: float = Field(1.0, gt=0.0)
+    # pi0/pi05: the policy preset the job is meant for (tiny, tiny_pi05, pi0, pi05); checked against
+    # model.pi0.preset and against the architecture saved in rollout.model_dir
+    policy_config_name: str | None = None
     group_size: int = Field(1, ge=1)  # GRPO: envs sharing one reset state
     update_epoch: int = Field(1, ge=1)
     clip_ratio_low: float = Field(0.2, ge=0.0, lt=1.0)

@@ -272,6 +272,12 @@ def _check_pi0(cfg: JobConfig) -> None:
     """``model.pi0`` keys and values (and a saved policy's config) before any weights are built."""
     options = dict(cfg.model.pi0)
     if cfg.model.policy_type not in ("pi0", "pi05"):
+        if cfg.algorithm.policy_config_name is not None:
+            raise config_error(
+                "algorithm.policy_config_name",
+                cfg.algorithm.policy_config_name,
+                f"only used with model.policy_type pi0 or pi05, not {cfg.model.policy_type}",
+            )
         if options:
             raise config_error(
                 "model.pi0",
@@ -303,6 +309,37 @@ def _check_pi0(cfg: JobConfig) -> None:
             model_dir,
             "a pi0 policy directory needs config.json (written by save_pretrained)",
         )
+    _check_policy_config_name(cfg, preset)
+
+
+def _check_policy_config_name(cfg: JobConfig, preset: str) -> None:
+    """``algorithm.policy_config_name`` names the preset; the policy in rollout.model_dir must have its layers."""
+    from policy_and_value.models.pi0.configuration_pi0 import (
+        PRESETS,
+        Pi0Config,
+        architecture_differences,
+        make_config,
+    )
+
+    name = cfg.algorithm.policy_config_name
+    if name is None:
+        return
+    if name not in PRESETS:
+        raise config_error(
+            "algorithm.policy_config_name", name, f"allowed values: {', '.join(sorted(PRESETS))}"
+        )
+    if "preset" in cfg.model.pi0 and preset != name:
+        raise config_error("algorithm.policy_config_name", name, f"but model.pi0.preset is {preset!r}")
+    model_dir = cfg.rollout.model_dir
+    if model_dir is None:
+        return
+    saved = Pi0Config.load(os.path.join(model_dir, "config.json"))
+    diffs = architecture_differences(make_config(name), saved)
+    if diffs:
+        raise config_error(
+            "algorithm.policy_config_name", name,
+            f"rollout.model_dir={model_dir} holds another architecture ({name} -> saved): {'; '.join(diffs)}",
+        )  # fmt: skip
 
 
 def _check_backends(cfg: JobConfig) -> None:

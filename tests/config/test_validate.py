@@ -220,3 +220,29 @@ def test_cli_help_lists_configs():
     assert proc.returncode == 0
     for name in ("ppo_metaworld", "ppo_gym_cartpole", "grpo_metaworld"):
         assert name in proc.stdout
+
+
+def test_policy_config_name_is_checked_against_the_saved_policy(tmp_path):
+    from policy_and_value.models.pi0.configuration_pi0 import make_config
+
+    saved = tmp_path / "il_policy"
+    saved.mkdir()
+    make_config("tiny", action_dim=4, state_dim=39, max_state_dim=39).save(saved / "config.json")
+    base = [f"rollout.model_dir={saved}"]
+    cfg = load_config("ppo_pi0_metaworld", [*base, "algorithm.policy_config_name=tiny"])
+    assert cfg.algorithm.policy_config_name == "tiny"
+    make_config("tiny_pi05", action_dim=4, state_dim=39, max_state_dim=39).save(saved / "config.json")
+    with pytest.raises(ConfigError) as e:
+        load_config("ppo_pi0_metaworld", [*base, "algorithm.policy_config_name=tiny"])
+    msg = str(e.value)
+    assert "\n" not in msg and "algorithm.policy_config_name='tiny'" in msg and "pi05: False -> True" in msg
+    with pytest.raises(ConfigError, match="expert.width: 32 -> 48"):
+        make_config("tiny", action_dim=4, state_dim=39, max_state_dim=39, expert={"width": 48, "depth": 2, "mlp_dim": 64,
+                    "num_heads": 4, "num_kv_heads": 1, "head_dim": 16}).save(saved / "config.json")  # fmt: skip
+        load_config("ppo_pi0_metaworld", [*base, "algorithm.policy_config_name=tiny"])
+    with pytest.raises(ConfigError, match="allowed values"):
+        load_config("ppo_pi0_metaworld", ["algorithm.policy_config_name=pi0_libero"])
+    with pytest.raises(ConfigError, match="model.pi0.preset is 'tiny'"):
+        load_config("ppo_pi0_metaworld", ["algorithm.policy_config_name=pi05", "model.pi0.preset=tiny"])
+    with pytest.raises(ConfigError, match="only used with model.policy_type pi0"):
+        load_config("ppo_metaworld", ["algorithm.policy_config_name=tiny"])

@@ -214,3 +214,23 @@ def make_config(preset: str = "tiny", **overrides: Any) -> Pi0Config:
         raise ValueError(f"unknown pi0 preset {preset!r}; choose from {sorted(PRESETS)}")
     cfg = PRESETS[preset]()
     return cfg.replace(**overrides) if overrides else cfg
+
+
+# the fields that fix the network's layers (the rest are sizes of the task or RL/training options)
+ARCHITECTURE_FIELDS = ("pi05", "vision", "prefix", "expert")
+
+
+def architecture_differences(expected: Pi0Config, actual: Pi0Config) -> list[str]:
+    """``field: expected -> actual`` for every architecture field (or sub-field) that differs."""
+    diffs = []
+    for name in ARCHITECTURE_FIELDS:
+        a, b = getattr(expected, name), getattr(actual, name)
+        if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b):
+            diffs += [
+                f"{name}.{f.name}: {getattr(a, f.name)} -> {getattr(b, f.name)}"
+                for f in dataclasses.fields(a)
+                if getattr(a, f.name) != getattr(b, f.name)
+            ]
+        elif a != b:
+            diffs.append(f"{name}: {a} -> {b}")
+    return diffs
