@@ -120,6 +120,9 @@ class EnvConfig(Strict):
     reward_coef: float = 1.0
     success_threshold: float = Field(0.9, gt=0.0, le=1.0)  # progress that counts as success (terminates)
     visualize_wm_pred: bool = False
+    # several env groups in one env (e.g. the world model and Meta-World): each item has a ``name``, its
+    # share ``num_envs`` (the shares add up to num_envs) and any keys that differ from this config's
+    groups: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class EnvGroupConfig(Strict):

@@ -168,9 +168,62 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
         )
 
 
+# keys every env group shares with env.train (the runner and the policy see one env)
+SHARED_GROUP_KEYS = ("num_action_chunks", "auto_reset", "ignore_terminations", "groups")
+
+
+def env_groups(env: EnvConfig) -> list[tuple[str, EnvConfig]]:
+    """``env.groups`` resolved into (name, full config) pairs: env's keys with each group's overrides."""
+    base = env.model_dump(exclude={"groups"})
+    return [
+        (str(g["name"]), EnvConfig.model_validate({**base, **{k: v for k, v in g.items() if k != "name"}}))
+        for g in env.groups
+    ]
+
+
+def _check_env_groups(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) -> None:
+    """Names, shares and keys of ``env.groups``; each group is then checked as an env of its own."""
+    from pydantic import ValidationError
+
+    names = []
+    for i, group in enumerate(env.groups):
+        where = f"{prefix}.groups[{i}]"
+        if not isinstance(group.get("name"), str) or not group["name"]:
+            raise config_error(f"{where}.name", group.get("name"), "each env group needs a name")
+        if group["name"] in names:
+            raise config_error(f"{where}.name", group["name"], "group names must be unique")
+        names.append(group["name"])
+        if "num_envs" not in group:
+            raise config_error(f"{where}.num_envs", None, "each env group needs its share of num_envs")
+        for key in SHARED_GROUP_KEYS:
+            if key in group:
+                raise config_error(f"{where}.{key}", group[key], f"shared by all groups: set {prefix}.{key}")
+        unknown = sorted(set(group) - {"name"} - set(EnvConfig.model_fields))
+        if unknown:
+            raise config_error(f"{where}.{unknown[0]}", group[unknown[0]], "unknown env key")
+        try:
+            env_groups(env.model_copy(update={"groups": [group]}))
+        except ValidationError as err:
+            first = err.errors()[0]
+            key = ".".join(str(x) for x in first["loc"])
+            raise config_error(f"{where}.{key}", first.get("input"), first["msg"]) from None
+    shares = sum(int(g["num_envs"]) for g in env.groups)
+    if shares != env.num_envs:
+        raise config_error(
+            f"{prefix}.num_envs", env.num_envs, f"must equal the sum of the groups' num_envs ({shares})"
+        )
+    for i, (_, group) in enumerate(env_groups(env)):
+        _check_env(group, f"{prefix}.groups[{i}]", ranks, stages)
+
+
 def _check_envs(cfg: JobConfig, ranks: dict[str, int]) -> None:
     stages = cfg.rollout.pipeline_stage_num
-    _check_env(cfg.env.train, "env.train", ranks, stages)
+    if cfg.env.train.groups:  # the groups are the envs; env.train is their common template
+        _check_env_groups(cfg.env.train, "env.train", ranks, stages)
+    else:
+        _check_env(cfg.env.train, "env.train", ranks, stages)
+    if cfg.env.eval is not None and cfg.env.eval.groups:
+        raise config_error("env.eval.groups", cfg.env.eval.groups, "env groups are for training envs only")
     if cfg.env.eval is not None:
         _check_env(cfg.env.eval, "env.eval", ranks, stages)
         if cfg.env.eval.num_action_chunks != cfg.env.train.num_action_chunks:

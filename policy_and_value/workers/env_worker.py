@@ -34,7 +34,15 @@ class EpisodeStats:
             self.reward_sum += float(rewards.sum(-1)[alive].sum())
             self.reward_count += int(alive.sum())
 
-    def add_episodes(self, info: dict, tasks: list[str], task_ids: torch.Tensor, keep: torch.Tensor) -> None:
+    def add_episodes(
+        self,
+        info: dict,
+        tasks: list[str],
+        task_ids: torch.Tensor,
+        keep: torch.Tensor,
+        groups: list[str] | None = None,
+    ) -> None:
+        """Record finished episodes overall, per task and (for a mixed env) per env group."""
         ep = info.get("episode")
         if not ep:
             return
@@ -48,6 +56,10 @@ class EpisodeStats:
             self.episodes["episode_len"].append(float(ep["episode_len"][j]))
             self.episodes[f"{task}/success_once"].append(success)
             self.episodes[f"{task}/return"].append(float(ep["return"][j]))
+            if groups is not None and "group_id" in ep:
+                group = groups[int(ep["group_id"][j])]
+                self.episodes[f"{group}/success_once"].append(success)
+                self.episodes[f"{group}/return"].append(float(ep["return"][j]))
 
     def pop(self) -> dict[str, Any]:
         out = {
@@ -83,13 +95,29 @@ class EnvWorker(Worker):
         per_stage = train.num_envs // world_size // self.stage_num
         base_seed = cfg.runner.seed * 1000 + rank * self.stage_num
         self.train_envs: list[BatchedEnv] = [
-            make_env(train, per_stage, seed=base_seed + s, rank=rank * self.stage_num + s)
+            self._make_train_env(train, per_stage, base_seed + s, rank * self.stage_num + s, world_size)
             for s in range(self.stage_num)
         ]
         self.eval_envs: list[BatchedEnv] | None = None
         self.obs: list[dict | None] = [None] * self.stage_num
         self.alive: list[torch.Tensor | None] = [None] * self.stage_num
         self.stats = EpisodeStats()
+
+    def _make_train_env(self, train: EnvConfig, n: int, seed: int, rank: int, world_size: int) -> BatchedEnv:
+        """The env of one pipeline stage: ``n`` envs, or a ``MixedEnv`` of the groups' shares."""
+        if not train.groups:
+            return self._make_env(train, n, seed=seed, rank=rank)
+        from policy_and_value.config.validate import env_groups
+        from policy_and_value.envs.mixed import MixedEnv
+
+        parts = [
+            (name, self._make_env(
+                _with_output_paths(group, self.log_dir, f"train/{name}"),
+                group.num_envs // world_size // self.stage_num, seed=seed + 7 * g, rank=rank,
+            ))
+            for g, (name, group) in enumerate(env_groups(train))
+        ]  # fmt: skip
+        return MixedEnv(parts)
 
     # ------------------------------------------------------------------ queries
     def spec(self) -> EnvSpec:
@@ -117,7 +145,9 @@ class EnvWorker(Worker):
         rewards = rewards * alive.unsqueeze(-1)
         done = terminated | truncated
         self.stats.add_step(rewards, alive)
-        self.stats.add_episodes(info, env.tasks, self.obs[stage]["task_id"], alive)
+        self.stats.add_episodes(
+            info, env.tasks, self.obs[stage]["task_id"], alive, getattr(env, "groups", None)
+        )
         next_alive = alive.clone() if not self.cfg.env.train.auto_reset else torch.ones_like(alive)
         if not self.cfg.env.train.auto_reset:
             next_alive &= ~done

@@ -57,6 +57,37 @@ BAD = [
         ["env.train.dynamics_model_config=", "/no/such/model", "no config.json"],
     ),
     ("ppo_metaworld", ["env.train.reset_mode=middle"], ["env.train.reset_mode", "keyframe"]),
+    (
+        "ppo_metaworld",
+        ["env.train.groups=[{name:a,num_envs:2}]"],
+        ["env.train.num_envs=8", "sum of the groups' num_envs (2)"],
+    ),
+    ("ppo_metaworld", ["env.train.groups=[{num_envs:8}]"], ["env.train.groups[0].name", "needs a name"]),
+    (
+        "ppo_metaworld",
+        ["env.train.groups=[{name:a,num_envs:4},{name:a,num_envs:4}]"],
+        ["env.train.groups[1].name='a'", "unique"],
+    ),
+    (
+        "ppo_metaworld",
+        ["env.train.groups=[{name:a,num_envs:8,auto_reset:false}]"],
+        ["env.train.groups[0].auto_reset=False", "shared by all groups"],
+    ),
+    (
+        "ppo_metaworld",
+        ["env.train.groups=[{name:a,num_envs:8,camera:top}]"],
+        ["env.train.groups[0].camera", "unknown env key"],
+    ),
+    (
+        "ppo_metaworld",
+        ["env.train.groups=[{name:a,num_envs:8,env_type:isaac}]"],
+        ["env.train.groups[0].env_type='isaac'", "metaworld"],
+    ),
+    (
+        "ppo_metaworld",
+        ["env.train.groups=[{name:a,num_envs:4},{name:b,num_envs:4,env_type:world_model}]"],
+        ["env.train.groups[1].dynamics_model_config=None"],
+    ),
     ("ppo_gym_cartpole", ["runner.max_steps=-2"], ["runner.max_steps=-2"]),
     ("ppo_gym_cartpole", ["algorithm.gamma=1.5"], ["algorithm.gamma=1.5", "less than or equal to 1"]),
     ("ppo_gym_cartpole", ["algorithm.adv_type=gea"], ["algorithm.adv_type", "gae", "grpo"]),

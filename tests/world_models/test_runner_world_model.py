@@ -1,5 +1,6 @@
-"""A PPO job whose training env is the world model (evaluation in Meta-World), through the full Ray
-runtime: the runner cannot tell the imagined env from a simulator."""
+"""A PPO job that trains on imagined (world-model) and real (Meta-World) envs mixed in one rollout and
+evaluates in Meta-World, through the full Ray runtime: the runner cannot tell the imagined env from a
+simulator, and metrics are reported per env group."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ from tests.runtime.jobs import run_and_read
 pytestmark = pytest.mark.slow
 
 
-def test_ppo_trains_in_the_world_model_and_evaluates_in_metaworld(episodes, model_dirs, tmp_path):
+def test_ppo_on_mixed_imagined_and_real_envs_evaluates_in_metaworld(episodes, model_dirs, tmp_path):
     dyn, reward = model_dirs
+    imagined = (
+        f"{{name:imagined,num_envs:2,env_type:world_model,dynamics_model_config:'{dyn}',"
+        f"dynamics_model_image_root:'{episodes}',reward_model_config:'{reward}',visualize_wm_pred:true,"
+        "reset_mode:keyframe}"
+    )
     overrides = [
-        "env.train.env_type=world_model", f"env.train.dynamics_model_config={dyn}",
-        f"env.train.dynamics_model_image_root={episodes}", f"env.train.reward_model_config={reward}",
-        "env.train.visualize_wm_pred=true", "env.train.reset_mode=keyframe", "env.train.num_envs=4",
-        "env.train.max_episode_steps=8", "env.train.image_size=32",
+        f"env.train.groups=[{imagined},{{name:real,num_envs:2}}]", "env.train.cameras=[corner,gripperPOV]",
+        "env.train.num_envs=4", "env.train.max_episode_steps=8", "env.train.image_size=32",
         "env.eval.cameras=[corner,gripperPOV]", "env.eval.image_size=32", "env.eval.num_envs=2",
         "env.eval_episodes=2", "env.eval.max_episode_steps=8", "algorithm.n_chunk_steps=4",
         "algorithm.update_epoch=1", "actor.global_batch_size=8", "actor.micro_batch_size=4",
@@ -25,8 +29,9 @@ def test_ppo_trains_in_the_world_model_and_evaluates_in_metaworld(episodes, mode
     ]  # fmt: skip
     rows = run_and_read("ppo_metaworld", tmp_path, "wm", overrides)
     assert [r["step"] for r in rows] == [1, 2]
-    for key in ("env/reach-v3/return", "train/actor/ratio", "eval/success_once"):
+    for key in ("env/imagined/return", "env/real/return", "env/reach-v3/return", "train/actor/ratio",
+                "eval/success_once"):  # fmt: skip
         assert any(key in r for r in rows), key
-    videos = list((tmp_path / "wm" / "wm_pred" / "train").glob("*.mp4"))
+    videos = list((tmp_path / "wm" / "wm_pred" / "train" / "imagined").glob("*.mp4"))
     assert videos, "visualize_wm_pred writes prediction videos in the log dir"
     assert (tmp_path / "wm" / "checkpoints" / "global_step_2").is_dir()
