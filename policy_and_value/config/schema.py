@@ -63,6 +63,9 @@ class AlgorithmConfig(Strict):
     # model.pi0.preset and against the architecture saved in rollout.model_dir
     policy_config_name: str | None = None
     group_size: int = Field(1, ge=1)  # GRPO: envs sharing one reset state
+    # RLinf/RISE: env groups (of group_size envs) per env rank and pipeline stage; when set it fixes
+    # env.train.num_envs = num_group_envs x group_size x env ranks x pipeline_stage_num
+    num_group_envs: int | None = Field(None, ge=1)
     update_epoch: int = Field(1, ge=1)
     clip_ratio_low: float = Field(0.2, ge=0.0, lt=1.0)
     clip_ratio_high: float = Field(0.2, ge=0.0)

@@ -81,6 +81,7 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
     except PlacementError as err:
         raise ConfigError(str(err)) from None
     ranks = {c: placement.world_size(c) for c in ("env", "rollout", "actor")}
+    cfg = _apply_num_group_envs(cfg, ranks)
     _check_envs(cfg, ranks)
     _check_batches(cfg, ranks)
     _check_algorithm(cfg)
@@ -166,6 +167,24 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
             True,
             f"requires {prefix}.chunk_reward=true (prediction videos are made with chunk rewards)",
         )
+
+
+def _apply_num_group_envs(cfg: JobConfig, ranks: dict[str, int]) -> JobConfig:
+    """``algorithm.num_group_envs`` sets env.train.num_envs (the groups' shares must add up to it)."""
+    algo = cfg.algorithm
+    if algo.num_group_envs is None:
+        return cfg
+    stages = cfg.rollout.pipeline_stage_num
+    total = algo.num_group_envs * algo.group_size * ranks["env"] * stages
+    shares = sum(int(g.get("num_envs", 0)) for g in cfg.env.train.groups)
+    if cfg.env.train.groups and shares != total:
+        raise config_error(
+            "algorithm.num_group_envs", algo.num_group_envs,
+            f"gives {total} train envs (x group_size {algo.group_size} x {ranks['env']} env ranks x {stages} "
+            f"stages) but env.train.groups' num_envs add up to {shares}",
+        )  # fmt: skip
+    train = cfg.env.train.model_copy(update={"num_envs": total})
+    return cfg.model_copy(update={"env": cfg.env.model_copy(update={"train": train})})
 
 
 # keys every env group shares with env.train (the runner and the policy see one env)

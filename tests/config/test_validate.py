@@ -277,3 +277,15 @@ def test_policy_config_name_is_checked_against_the_saved_policy(tmp_path):
         load_config("ppo_pi0_metaworld", ["algorithm.policy_config_name=pi05", "model.pi0.preset=tiny"])
     with pytest.raises(ConfigError, match="only used with model.policy_type pi0"):
         load_config("ppo_metaworld", ["algorithm.policy_config_name=tiny"])
+
+
+def test_num_group_envs_sets_the_number_of_train_envs():
+    cfg = load_config(
+        "ppo_metaworld",
+        ["algorithm.num_group_envs=3", "actor.global_batch_size=75", "actor.micro_batch_size=25"],
+    )
+    assert cfg.env.train.num_envs == 3  # 3 groups x group_size 1 x 1 env rank x 1 stage
+    cfg = load_config("grpo_metaworld", ["algorithm.num_group_envs=2"])
+    assert cfg.env.train.num_envs == 2 * cfg.algorithm.group_size
+    with pytest.raises(ConfigError, match=r"algorithm.num_group_envs=4: gives 4 train envs .* add up to 6"):
+        load_config("ppo_metaworld", ["algorithm.num_group_envs=4", "env.train.groups=[{name:a,num_envs:6}]"])
