@@ -13,8 +13,6 @@ to ``<output_dir>/model``.
 from __future__ import annotations
 
 import copy
-import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -23,6 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from policy_and_value.config.validate import check_episode_data
 from policy_and_value.config.validate import config_error as _fail
 from reward_models.config import RewardModelJob
 
@@ -68,18 +67,7 @@ class FrameData:
 
 def check_job(job: RewardModelJob) -> None:
     """Path and task checks, one line each, before data is loaded."""
-    from toolkits.episodes import EpisodeDataset
-
-    if not os.path.isfile(os.path.join(job.data.path, "index.json")):
-        raise _fail(
-            "data.path",
-            job.data.path,
-            "no index.json here (write one with python -m toolkits.collect_episodes)",
-        )
-    ds = EpisodeDataset(job.data.path)
-    missing = [t for t in job.data.tasks or [] if t not in ds.tasks]
-    if missing:
-        raise _fail("data.tasks", job.data.tasks, f"{missing} not in the dataset; it has {ds.tasks}")
+    ds = check_episode_data(job.data.path, job.data.tasks)
     recorded = list(ds.info.get("cameras", []))
     bad = [c for c in job.data.cameras or [] if c not in recorded]
     if bad:
@@ -98,6 +86,7 @@ def train_reward_model(job: RewardModelJob, log=print) -> Path:
     from reward_models.modeling import FrameScorer
     from reward_models.targets import td_targets
     from toolkits.episodes import EpisodeDataset, split_episodes
+    from toolkits.model_dir import replace_dir_atomically
 
     check_job(job)
     torch.manual_seed(job.train.seed)
@@ -146,19 +135,11 @@ def train_reward_model(job: RewardModelJob, log=print) -> Path:
             logger.log(metrics, step)
             log(f"reward model step {step}/{job.train.max_steps}: loss={float(loss.detach()):.4f}")
         if step % job.train.save_interval == 0 or step == job.train.max_steps:
-            _save_atomic(model, out / "checkpoints" / f"step_{step}")
+            replace_dir_atomically(out / "checkpoints" / f"step_{step}", model.save_pretrained)
     logger.close()
-    _save_atomic(model, out / MODEL_DIR)
+    replace_dir_atomically(out / MODEL_DIR, model.save_pretrained)
     log(f"reward model written to {out / MODEL_DIR}")
     return out / MODEL_DIR
-
-
-def _save_atomic(model, final: Path) -> None:
-    tmp = final.parent / f".tmp_{final.name}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,6 +3,9 @@ reward models and the dynamics model: atomic-enough writes, strict loads that li
 
 from __future__ import annotations
 
+import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +44,15 @@ def load_weights_strict(model: nn.Module, directory: str | Path) -> None:
         raise KeyError(
             f"{path}: missing keys {result.missing_keys[:20]}, unexpected keys {result.unexpected_keys[:20]}"
         )
+
+
+def replace_dir_atomically(final: str | Path, write: Callable[[Path], Any]) -> Path:
+    """Have ``write`` fill a sibling temp directory, then swap it in for ``final``: a run stopped midway
+    leaves the previous ``final`` (or none), never a half-written one."""
+    final = Path(final)
+    tmp = final.parent / f".tmp_{final.name}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    write(tmp)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    return final

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-PROPRIO_DIM = 4
+from policy_and_value.envs.metaworld_tasks import select_state
+from world_models.dynamics_config import frame_offsets
 
 
 class ChunkTransitions:
@@ -23,12 +24,12 @@ class ChunkTransitions:
         frames, states, actions, prompts = [], [], [], []
         hist_idx, fut_idx, act_idx, state_idx, next_state_idx, episode_of = [], [], [], [], [], []
         f_off = a_off = 0
-        offsets = [((j + 1) * chunk) // future for j in range(future)]
+        offsets = frame_offsets(chunk, future)
         for i in indices:
             ep = episodes[i]
             t_len = len(ep.actions)
             frames.append(torch.from_numpy(ep.images))
-            st = ep.state if state_type == "full" else ep.state[:, :PROPRIO_DIM]
+            st = select_state(ep.state, state_type)
             states.append(torch.from_numpy(st.astype(np.float32)))
             actions.append(torch.from_numpy(ep.actions.astype(np.float32)))
             for t in range(0, t_len - chunk + 1):

@@ -96,6 +96,11 @@ class DynamicsModelConfig:
         return cls(**data)
 
 
+def frame_offsets(chunk: int, future: int) -> list[int]:
+    """How many actions of a chunk of ``chunk`` come before each of its ``future`` imagined frames."""
+    return [((j + 1) * chunk) // future for j in range(future)]
+
+
 def _tiny() -> DynamicsModelConfig:
     return DynamicsModelConfig(
         vae={

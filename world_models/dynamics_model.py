@@ -121,7 +121,7 @@ class DynamicsModel(nn.Module):
         """Per-channel std of future latents minus the last history latent, for ``predict_delta``."""
         self.delta_std.fill_(1.0)
         deltas = [
-            (self.encode(f) - self.encode(h[:, -1:])).transpose(2, 3).flatten(3).transpose(0, 2).flatten(1)
+            (self.encode(f) - self.encode(h[:, -1:])).movedim(3, 0).flatten(1)
             for h, f in zip(history_images.split(batch), future_images.split(batch))
         ]  # each [C, ...]
         self.delta_std.copy_(torch.cat(deltas, 1).float().std(1).clamp(min=1e-3))

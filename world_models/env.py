@@ -21,8 +21,8 @@ import torch
 
 from policy_and_value.config.schema import EnvConfig
 from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation
-
-PROPRIO_DIM = 4
+from policy_and_value.envs.metaworld_tasks import select_state
+from world_models.dynamics_config import frame_offsets
 
 
 class WorldModelEnv(BatchedEnv):
@@ -62,6 +62,7 @@ class WorldModelEnv(BatchedEnv):
         self.scorer = scorer.eval().to(self.device)
         dcfg = self.dynamics.cfg
         self.history_frames, self.future_frames = dcfg.history_frames, dcfg.future_frames
+        self.offsets = frame_offsets(dcfg.action_chunk, dcfg.future_frames)  # actions before each frame
         if cfg.num_action_chunks != dcfg.action_chunk:
             raise ValueError(
                 f"env.num_action_chunks={cfg.num_action_chunks}: the dynamics model imagines chunks of "
@@ -76,7 +77,7 @@ class WorldModelEnv(BatchedEnv):
         self._episodes: dict[int, list[dict[str, Any]]] = {t: [] for t in range(len(self.tasks))}
         for i in range(len(data)):
             ep = data[i]
-            state = ep.state if cfg.state_type == "full" else ep.state[:, :PROPRIO_DIM]
+            state = select_state(ep.state, cfg.state_type)
             self._episodes[self.tasks.index(ep.meta["task"])].append(
                 {"images": ep.images, "state": state.astype(np.float32), "prompt": ep.meta["prompt"],
                  "actions": ep.actions.astype(np.float32)}
@@ -118,7 +119,7 @@ class WorldModelEnv(BatchedEnv):
             from world_models.visualize import PredictionVideoWriter
 
             out = cfg.dynamics_model_output_path or os.path.join("logs", "wm_pred")
-            self.video = PredictionVideoWriter(out, num_envs, cfg.max_episode_steps, rank=rank)
+            self.video = PredictionVideoWriter(out, num_envs, rank=rank)
 
     # ------------------------------------------------------------------ contract
     def reset(
@@ -169,8 +170,8 @@ class WorldModelEnv(BatchedEnv):
         progress = torch.cat([torch.from_numpy(self._progress)[:, None], scores], dim=1)
         mode = "chunk_reward" if self.cfg.chunk_reward else self.cfg.reward_mode
         frame_rewards = rewards_from_progress(progress, mode, self.cfg.reward_coef)  # [N, T_f]
-        # frame j ends after action ((j + 1) * C) // T_f - 1; termination at the first frame over threshold
-        ends = [((j + 1) * c) // self.future_frames - 1 for j in range(self.future_frames)]
+        # frame j ends on action offsets[j] - 1; termination at the first frame over the threshold
+        ends = [o - 1 for o in self.offsets]
         reached = scores >= self.cfg.success_threshold
         first_hit = torch.where(
             reached.any(1), reached.float().argmax(1), torch.full((n,), self.future_frames)
@@ -193,7 +194,7 @@ class WorldModelEnv(BatchedEnv):
         if self.video is not None:
             for i in range(n):
                 for j in range(self.future_frames):
-                    real_ij = None if real is None or real[i] is None else real[i][j]
+                    real_ij = None if real[i] is None else real[i][j]
                     self.video.add(i, imgs[i, j], float(scores[i, j]), real_ij)
         info: dict[str, Any] = {"scores": scores}
         done = (terminated | truncated).numpy()
@@ -218,36 +219,30 @@ class WorldModelEnv(BatchedEnv):
         with them replays the episode, and ``visualize_wm_pred`` then shows the real frames beside."""
         out = np.zeros((self.num_envs, self.chunk, self.action_dim), np.float32)
         for i in range(self.num_envs):
-            acts = self._episodes[int(self.task_ids[i])][int(self._episode_ids[i])]["actions"]
-            part = acts[self._frame[i] : self._frame[i] + self.chunk]
+            part = self._episode(i)["actions"][self._frame[i] : self._frame[i] + self.chunk]
             out[i, : len(part)] = part
         return torch.from_numpy(out)
 
-    def recorded_frames(self) -> np.ndarray | None:
-        """The real frames [N, T_f, V, H, W, 3] that follow the current frames when the recorded actions are
-        replayed; None unless every env is replaying and inside its episode."""
-        offsets = [((j + 1) * self.chunk) // self.future_frames for j in range(self.future_frames)]
-        frames = []
-        for i in range(self.num_envs):
-            images = self._episodes[int(self.task_ids[i])][int(self._episode_ids[i])]["images"]
-            if self._frame[i] + self.chunk >= len(images):
-                return None
-            frames.append(images[[self._frame[i] + o for o in offsets]])
-        return np.stack(frames)
+    def _episode(self, i: int) -> dict[str, Any]:
+        """The recorded episode env ``i`` was reset from."""
+        return self._episodes[int(self.task_ids[i])][int(self._episode_ids[i])]
 
     def _track_replay(self, actions: torch.Tensor) -> list[np.ndarray | None] | None:
-        """Update which envs still replay their episode; the real frames of this chunk per env (None if not)."""
+        """Update which envs still replay their episode; when videos are written, the real frames of this
+        chunk per env (None where it does not replay). Only prediction videos use this."""
+        if self.video is None:
+            self._frame += self.chunk
+            return None
         recorded = self.recorded_actions()
         real: list[np.ndarray | None] = []
-        offsets = [((j + 1) * self.chunk) // self.future_frames for j in range(self.future_frames)]
         for i in range(self.num_envs):
-            images = self._episodes[int(self.task_ids[i])][int(self._episode_ids[i])]["images"]
+            images = self._episode(i)["images"]
             inside = self._frame[i] + self.chunk < len(images)
             same = bool(torch.allclose(actions[i], recorded[i].clamp(-1, 1), atol=1e-5))
             self._replaying[i] &= inside and same
-            real.append(images[[self._frame[i] + o for o in offsets]] if self._replaying[i] else None)
+            real.append(images[[self._frame[i] + o for o in self.offsets]] if self._replaying[i] else None)
         self._frame += self.chunk
-        return real if self.video is not None else None
+        return real
 
     def _obs(self) -> Observation:
         return {

@@ -13,13 +13,13 @@ takes.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import torch
 
+from policy_and_value.config.validate import check_episode_data
 from policy_and_value.config.validate import config_error as _fail
 from world_models.config import WorldModelJob
 
@@ -29,19 +29,9 @@ CHECKPOINTS = "checkpoints"
 
 def check_job(job: WorldModelJob) -> None:
     """Paths, tasks and model keys, one line each, before data is loaded."""
-    from toolkits.episodes import EpisodeDataset
     from world_models.dynamics_config import make_config
 
-    if not os.path.isfile(os.path.join(job.data.path, "index.json")):
-        raise _fail(
-            "data.path",
-            job.data.path,
-            "no index.json here (write one with python -m toolkits.collect_episodes)",
-        )
-    have = EpisodeDataset(job.data.path).tasks
-    missing = [t for t in job.data.tasks or [] if t not in have]
-    if missing:
-        raise _fail("data.tasks", job.data.tasks, f"{missing} not in the dataset; it has {have}")
+    check_episode_data(job.data.path, job.data.tasks)
     if job.init_model_dir is not None and not os.path.isfile(os.path.join(job.init_model_dir, "config.json")):
         raise _fail("init_model_dir", job.init_model_dir, "not a dynamics model directory (no config.json)")
     try:
@@ -50,30 +40,17 @@ def check_job(job: WorldModelJob) -> None:
         raise _fail("model", job.model, str(err)) from None
 
 
-def init_cfg_predicts_delta(model_dir: str) -> bool:
-    """Whether a saved model was trained with ``predict_delta`` (its change statistics are then fitted)."""
-    from world_models.dynamics_config import DynamicsModelConfig
-
-    return DynamicsModelConfig.load(os.path.join(model_dir, "config.json")).predict_delta
-
-
-def _save_dir(model, final: Path) -> None:
-    tmp = final.parent / f".tmp_{final.name}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
-
-
 def train_world_model(job: WorldModelJob, log=print) -> Path:
     """Train both stages and write ``<output_dir>/model``; returns that directory."""
     from accelerate import Accelerator
 
     from policy_and_value.algorithms.lr_schedule import warmup_cosine_lambda
+    from policy_and_value.envs.metaworld_tasks import select_state
     from policy_and_value.runner.checkpoint import commit, load_runner_state, save_runner_state, temp_dir_for
     from policy_and_value.runner.metric_logger import MetricLogger
     from policy_and_value.workers.base import get_rng_state, seed_everything, set_rng_state
     from toolkits.episodes import EpisodeDataset, split_episodes
+    from toolkits.model_dir import replace_dir_atomically
     from world_models.data import ChunkTransitions
     from world_models.dynamics_config import make_config, with_overrides
     from world_models.dynamics_model import DynamicsModel
@@ -86,30 +63,30 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
     out = Path(job.output_dir)
     latest = out / CHECKPOINTS / "latest"
     resume_from = out / CHECKPOINTS / latest.read_text().strip() if job.resume and latest.is_file() else None
+    init_has_delta_stats = False
     if resume_from is not None:
         model = DynamicsModel.from_pretrained(resume_from / MODEL_DIR)
     elif job.init_model_dir:  # its weights, its config with job.model's overrides (e.g. predict_delta)
         init = DynamicsModel.from_pretrained(job.init_model_dir)
         model = DynamicsModel(with_overrides(init.cfg, **job.model))
         model.load_state_dict(init.state_dict())
+        init_has_delta_stats = init.cfg.predict_delta
     else:
         first = episodes[train_ids[0]]
-        state_dim = first.state.shape[1] if job.data.state_type == "full" else 4
+        state_dim = select_state(first.state, job.data.state_type).shape[1]
         prompts = sorted({e["prompt"] for e in episodes.entries})
         fields = {"num_views": first.images.shape[1], "image_size": first.images.shape[2], "action_dim": first.actions.shape[1],
                   "state_dim": state_dim, "prompts": prompts, **job.model}  # fmt: skip
         model = DynamicsModel(make_config(job.preset, **fields))
     cfg = model.cfg
-    data = ChunkTransitions(
-        episodes, train_ids, cfg.history_frames, cfg.future_frames, cfg.action_chunk, job.data.state_type
-    )
-    held = (
-        ChunkTransitions(
-            episodes, held_ids, cfg.history_frames, cfg.future_frames, cfg.action_chunk, job.data.state_type
+
+    def transitions(ids: list[int]) -> ChunkTransitions:
+        return ChunkTransitions(
+            episodes, ids, cfg.history_frames, cfg.future_frames, cfg.action_chunk, job.data.state_type
         )
-        if held_ids
-        else None
-    )
+
+    data = transitions(train_ids)
+    held = transitions(held_ids) if held_ids else None
     vae_params = [p for n, p in model.named_parameters() if n.startswith("vae.")]
     dyn_params = [p for n, p in model.named_parameters() if not n.startswith("vae.")]
     vae_opt = torch.optim.AdamW(vae_params, lr=job.train.vae_lr, weight_decay=job.train.weight_decay)
@@ -156,7 +133,6 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
             part = data.batch(torch.randperm(len(data), generator=gen)[:512])
             core.fit_delta_stats(part["history_images"], part["future_images"])
 
-    init_has_delta_stats = job.init_model_dir is not None and init_cfg_predicts_delta(job.init_model_dir)
     if step == 0 and job.train.vae_steps == 0 and not init_has_delta_stats:
         fit_statistics()  # a given VAE (init_model_dir): only the change statistics, unless already fitted
     start = time.time()
@@ -203,7 +179,7 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
     if logger is not None:
         logger.close()
     if accelerator.is_main_process:
-        _save_dir(core, out / MODEL_DIR)
+        replace_dir_atomically(out / MODEL_DIR, core.save_pretrained)
         log(f"world model written to {out / MODEL_DIR}")
     return out / MODEL_DIR
 

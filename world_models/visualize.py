@@ -44,23 +44,24 @@ def reward_curve(
 
 
 def compose_frame(
-    predicted: np.ndarray, rewards: list[float], length: int, real: np.ndarray | None = None, scale: int = 2
-) -> np.ndarray:
-    """One video frame: predicted views [V, H, W, 3] (over the real ones when given) and the reward curve."""
+    predicted: np.ndarray, rewards: list[float], length: int, real: np.ndarray | None = None, scale: int = 2,
+    lo: float = 0.0, hi: float = 1.0,
+) -> np.ndarray:  # fmt: skip
+    """One video frame: predicted views [V, H, W, 3] (over the real ones when given) and the reward curve
+    on the scale [lo, hi]."""
     rows = [side_by_side(predicted)]
     if real is not None:
         rows.append(side_by_side(real))
     body = np.concatenate(rows, axis=0).repeat(scale, 0).repeat(scale, 1)
-    return np.concatenate([body, reward_curve(rewards, body.shape[1], length)], axis=0)
+    return np.concatenate([body, reward_curve(rewards, body.shape[1], length, lo, hi)], axis=0)
 
 
 class PredictionVideoWriter:
     """Collects imagined frames and rewards per env and writes one mp4 per finished episode."""
 
-    def __init__(self, out_dir: str, num_envs: int, max_frames: int, fps: int = 10, rank: int = 0):
+    def __init__(self, out_dir: str, num_envs: int, fps: int = 10, rank: int = 0):
         self.dir = out_dir
         os.makedirs(out_dir, exist_ok=True)
-        self.max_frames = max_frames
         self.fps = fps
         self.rank = rank
         self.frames: list[list[np.ndarray]] = [[] for _ in range(num_envs)]
@@ -87,16 +88,11 @@ class PredictionVideoWriter:
         if len(frames) < 2:
             return None
         show_real = all(r is not None for r in real)
-        hi = max(1.0, max(rewards))
-        lo = min(0.0, min(rewards))
-        video = []
-        for k, views in enumerate(frames):
-            frame = compose_frame(
-                views, rewards[: k + 1], max(len(frames), 2), real[k] if show_real else None
-            )
-            if lo != 0.0 or hi != 1.0:  # re-draw the curve on the episode's own scale
-                frame[-CURVE_HEIGHT:] = reward_curve(rewards[: k + 1], frame.shape[1], len(frames), lo, hi)
-            video.append(frame)
+        lo, hi = min(0.0, min(rewards)), max(1.0, max(rewards))  # [0, 1], widened to the episode's values
+        video = [
+            compose_frame(views, rewards[: k + 1], len(frames), real[k] if show_real else None, lo=lo, hi=hi)
+            for k, views in enumerate(frames)
+        ]
         path = os.path.join(self.dir, f"rank{self.rank}_env{i}_episode{self.count[i]}.mp4")
         imageio.mimwrite(path, video, fps=self.fps, macro_block_size=1)
         self.count[i] += 1

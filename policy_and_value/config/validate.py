@@ -68,6 +68,22 @@ def config_error(key: str, value: Any, allowed: str) -> ConfigError:
     return ConfigError(f"config error: {key}={value!r}: {allowed}")
 
 
+def check_episode_data(path: str, tasks: list[str] | None) -> Any:
+    """``data.path`` holds collected episodes with every task of ``data.tasks``; returns the opened
+    ``EpisodeDataset`` (the offline training tools all start with this check)."""
+    from toolkits.episodes import EpisodeDataset
+
+    if not os.path.isfile(os.path.join(path, "index.json")):
+        raise config_error(
+            "data.path", path, "no index.json here (write one with python -m toolkits.collect_episodes)"
+        )
+    dataset = EpisodeDataset(path)
+    missing = [t for t in tasks or [] if t not in dataset.tasks]
+    if missing:
+        raise config_error("data.tasks", tasks, f"{missing} not in the dataset; it has {dataset.tasks}")
+    return dataset
+
+
 def validate_config(data: dict[str, Any], num_devices: int | None = None) -> JobConfig:
     """Schema + cross checks; ``num_devices`` per node defaults to the GPU count, else CPU slots."""
     try:
@@ -194,17 +210,17 @@ SHARED_GROUP_KEYS = ("num_action_chunks", "auto_reset", "ignore_terminations", "
 def env_groups(env: EnvConfig) -> list[tuple[str, EnvConfig]]:
     """``env.groups`` resolved into (name, full config) pairs: env's keys with each group's overrides."""
     base = env.model_dump(exclude={"groups"})
-    return [
-        (str(g["name"]), EnvConfig.model_validate({**base, **{k: v for k, v in g.items() if k != "name"}}))
-        for g in env.groups
-    ]
+    return [(str(g["name"]), _group_config(base, g)) for g in env.groups]
+
+
+def _group_config(base: dict[str, Any], group: dict[str, Any]) -> EnvConfig:
+    return EnvConfig.model_validate({**base, **{k: v for k, v in group.items() if k != "name"}})
 
 
 def _check_env_groups(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) -> None:
     """Names, shares and keys of ``env.groups``; each group is then checked as an env of its own."""
-    from pydantic import ValidationError
-
-    names = []
+    base = env.model_dump(exclude={"groups"})
+    names, resolved = [], []
     for i, group in enumerate(env.groups):
         where = f"{prefix}.groups[{i}]"
         if not isinstance(group.get("name"), str) or not group["name"]:
@@ -221,17 +237,16 @@ def _check_env_groups(env: EnvConfig, prefix: str, ranks: dict[str, int], stages
         if unknown:
             raise config_error(f"{where}.{unknown[0]}", group[unknown[0]], "unknown env key")
         try:
-            env_groups(env.model_copy(update={"groups": [group]}))
+            resolved.append(_group_config(base, group))
         except ValidationError as err:
-            first = err.errors()[0]
-            key = ".".join(str(x) for x in first["loc"])
-            raise config_error(f"{where}.{key}", first.get("input"), first["msg"]) from None
-    shares = sum(int(g["num_envs"]) for g in env.groups)
+            line = format_validation_error(err, group, EnvConfig)
+            raise ConfigError(line.replace("config error: ", f"config error: {where}.", 1)) from None
+    shares = sum(g.num_envs for g in resolved)
     if shares != env.num_envs:
         raise config_error(
             f"{prefix}.num_envs", env.num_envs, f"must equal the sum of the groups' num_envs ({shares})"
         )
-    for i, (_, group) in enumerate(env_groups(env)):
+    for i, group in enumerate(resolved):
         _check_env(group, f"{prefix}.groups[{i}]", ranks, stages)
 
 

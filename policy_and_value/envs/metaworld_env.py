@@ -27,7 +27,13 @@ import torch  # noqa: E402
 
 from policy_and_value.config.schema import EnvConfig  # noqa: E402
 from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation  # noqa: E402
-from policy_and_value.envs.metaworld_tasks import MT50_TASKS, PROMPTS  # noqa: E402
+from policy_and_value.envs.metaworld_tasks import (  # noqa: E402
+    FULL_STATE_DIM,
+    MT50_TASKS,
+    PROMPTS,
+    PROPRIO_DIM,
+    select_state,
+)
 
 NUM_RESET_STATES = 50
 # Meta-World's corner cameras are rolled 180 degrees in its model file: rotate their frames back
@@ -81,7 +87,7 @@ class MetaWorldEnv(BatchedEnv):
                 r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
                 r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
                 self.renderers.append(r)
-        state_dim = 39 if cfg.state_type == "full" else 4
+        state_dim = FULL_STATE_DIM if cfg.state_type == "full" else PROPRIO_DIM
         image_shape = (len(cfg.cameras), cfg.image_size, cfg.image_size) if cfg.use_images else None
         self.spec = EnvSpec(
             4, self.chunk, state_dim, image_shape, tuple(self.tasks), None, (-1.0,) * 4, (1.0,) * 4
@@ -116,7 +122,7 @@ class MetaWorldEnv(BatchedEnv):
         return out
 
     def _obs(self) -> Observation:
-        state = self._state if self.cfg.state_type == "full" else self._state[:, :4]
+        state = select_state(self._state, self.cfg.state_type)
         obs: Observation = {
             "state": torch.as_tensor(state, dtype=torch.float32),
             "prompt": list(self.prompts),

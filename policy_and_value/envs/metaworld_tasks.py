@@ -72,3 +72,12 @@ MT10_TASKS: tuple[str, ...] = (
     "window-open-v3",
     "window-close-v3",
 )
+
+
+FULL_STATE_DIM = 39  # Meta-World's observation: hand, gripper, objects, the previous frame's values, goal
+PROPRIO_DIM = 4  # its first entries: hand xyz + gripper opening
+
+
+def select_state(state, state_type: str):
+    """The state a policy or model sees: all of it (``full``) or the proprioception (``proprio``)."""
+    return state if state_type == "full" else state[..., :PROPRIO_DIM]

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from policy_and_value.envs.metaworld_tasks import select_state
 from toolkits.episodes import EpisodeDataset
-
-PROPRIO_DIM = 4  # Meta-World: hand xyz + gripper opening
 
 
 @dataclass
@@ -55,7 +54,7 @@ class ChunkDataset:
             t = len(ep.actions)
             img = ep.images[:t] if views is None else ep.images[:t, views]
             frames.append(torch.from_numpy(np.ascontiguousarray(img)))
-            st = ep.state[:t] if state_type == "full" else ep.state[:t, :PROPRIO_DIM]
+            st = select_state(ep.state[:t], state_type)
             states.append(torch.from_numpy(st.astype(np.float32)))
             actions.append(torch.from_numpy(ep.actions.astype(np.float32)))
             if with_advantages:

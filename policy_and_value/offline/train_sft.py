@@ -13,13 +13,13 @@ are written atomically every ``train.save_interval`` steps and resumed from auto
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import torch
 
+from policy_and_value.config.validate import check_episode_data
 from policy_and_value.config.validate import config_error as _fail
 from policy_and_value.offline.config import SFTConfig
 
@@ -29,29 +29,16 @@ POLICY_DIR = "policy"
 
 def check_config(cfg: SFTConfig) -> None:
     """Cross-field and path checks, one line each, before anything is loaded."""
-    index = os.path.join(cfg.data.path, "index.json")
-    if not os.path.isfile(index):
-        raise _fail(
-            "data.path",
-            cfg.data.path,
-            "no index.json here (write one with python -m toolkits.collect_episodes)",
-        )
+    dataset = check_episode_data(cfg.data.path, cfg.data.tasks)
     if cfg.model.policy_type not in ("pi0", "pi05"):
         raise _fail("model.policy_type", cfg.model.policy_type, "imitation training supports pi0 and pi05")
     if cfg.init_model_dir is not None and not os.path.isfile(os.path.join(cfg.init_model_dir, "config.json")):
         raise _fail("init_model_dir", cfg.init_model_dir, "not a policy directory (no config.json)")
-    from toolkits.episodes import EpisodeDataset
-
-    dataset = EpisodeDataset(cfg.data.path)
     if cfg.model.pi0.get("with_advantage_condition") and "labels" not in dataset.info:
         raise _fail(
             "model.pi0.with_advantage_condition", True,
             f"needs per-step advantages in data.path={cfg.data.path} (label it with python -m reward_models.label)",
         )  # fmt: skip
-    have = dataset.tasks
-    missing = [t for t in cfg.data.tasks or [] if t not in have]
-    if missing:
-        raise _fail("data.tasks", cfg.data.tasks, f"{missing} not in the dataset; it has {have}")
 
 
 def latest_checkpoint(output_dir: str) -> str | None:
@@ -75,6 +62,7 @@ def train_sft(cfg: SFTConfig, log=print) -> Path:
     from policy_and_value.runner.metric_logger import MetricLogger
     from policy_and_value.workers.base import get_rng_state, seed_everything, set_rng_state
     from toolkits.episodes import EpisodeDataset, split_episodes
+    from toolkits.model_dir import replace_dir_atomically
 
     check_config(cfg)
     seed_everything(cfg.train.seed)
@@ -182,12 +170,7 @@ def train_sft(cfg: SFTConfig, log=print) -> Path:
         if step % cfg.train.save_interval == 0 or step == cfg.train.max_steps:
             save(step)
     logger.close()
-    final_dir = out / POLICY_DIR
-    tmp = out / f".tmp_{POLICY_DIR}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    save_pretrained(policy, tmp)
-    shutil.rmtree(final_dir, ignore_errors=True)
-    os.replace(tmp, final_dir)
+    final_dir = replace_dir_atomically(out / POLICY_DIR, lambda tmp: save_pretrained(policy, tmp))
     log(f"sft: policy written to {final_dir} (use it as rollout.model_dir)")
     return final_dir
 
