@@ -49,6 +49,12 @@ class RunnerConfig(Strict):
 
 # --------------------------------------------------------------------------------------- algorithm
 class AlgorithmConfig(Strict):
+    # RL: PPO on the recorded chunks; IL: advantage-conditioned imitation of them (RISE's released
+    # recipe: flow matching on the executed chunk with the prompt "Advantage: <bin of its advantage>")
+    train_mode: Literal["RL", "IL"] = "RL"
+    advantage_dropout: float = Field(
+        0.1, ge=0.0, le=1.0
+    )  # IL: share of samples with no advantage in the prompt
     adv_type: Literal["gae", "grpo"] = "gae"
     loss_type: Literal["ppo"] = "ppo"
     reward_type: Literal["chunk_level", "action_level"] = "chunk_level"

@@ -359,6 +359,11 @@ def _check_pi0(cfg: JobConfig) -> None:
     """``model.pi0`` keys and values (and a saved policy's config) before any weights are built."""
     options = dict(cfg.model.pi0)
     if cfg.model.policy_type not in ("pi0", "pi05"):
+        if cfg.algorithm.train_mode == "IL":
+            raise config_error(
+                "algorithm.train_mode", "IL",
+                f"advantage-conditioned imitation needs model.policy_type pi0 or pi05, not {cfg.model.policy_type}",
+            )  # fmt: skip
         if cfg.algorithm.policy_config_name is not None:
             raise config_error(
                 "algorithm.policy_config_name",
@@ -397,6 +402,25 @@ def _check_pi0(cfg: JobConfig) -> None:
             "a pi0 policy directory needs config.json (written by save_pretrained)",
         )
     _check_policy_config_name(cfg, preset)
+    _check_train_mode(cfg)
+
+
+def _check_train_mode(cfg: JobConfig) -> None:
+    """``train_mode: IL`` conditions the prompt on advantage bins, so the policy must read them."""
+    from policy_and_value.models.pi0.configuration_pi0 import Pi0Config
+
+    if cfg.algorithm.train_mode != "IL":
+        return
+    conditioned = cfg.model.pi0.get("with_advantage_condition")
+    if conditioned is None and cfg.rollout.model_dir is not None:
+        conditioned = Pi0Config.load(
+            os.path.join(cfg.rollout.model_dir, "config.json")
+        ).with_advantage_condition
+    if not conditioned:
+        raise config_error(
+            "algorithm.train_mode", "IL",
+            "needs model.pi0.with_advantage_condition=true (the prompt carries the advantage bin)",
+        )  # fmt: skip
 
 
 def _check_policy_config_name(cfg: JobConfig, preset: str) -> None:

@@ -36,14 +36,21 @@ from policy_and_value.workers.trajectory import cat_shards, flatten_time, take
 
 
 class _Evaluate(nn.Module):
-    """Makes ``policy.evaluate`` the forward pass so DDP can hook gradient all-reduce onto it."""
+    """Makes the losses' policy calls the forward pass so DDP can hook gradient all-reduce onto it."""
 
     def __init__(self, policy: nn.Module):
         super().__init__()
         self.policy = policy
 
-    def forward(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-        return self.policy.evaluate(batch)
+    def forward(
+        self, batch: dict[str, Any], imitation: dict[str, Any] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """RL: (log-prob, value, entropy) of the recorded chunks. IL: (flow-matching loss on the
+        ``imitation`` batch, value of the recorded observation, zero entropy)."""
+        logprob, value, entropy = self.policy.evaluate(batch)
+        if imitation is None:
+            return logprob, value, entropy
+        return self.policy.flow_matching_loss(imitation), value, torch.zeros_like(entropy)
 
 
 class ActorWorker(Worker):
@@ -128,6 +135,8 @@ class ActorWorker(Worker):
             "values": flatten_time(traj["values"], T),
             "loss_mask": flatten_time(traj["loss_mask"], T),
         }
+        if algo.train_mode == "IL":
+            samples["actions"] = flatten_time(traj["actions"], T)
         n = samples["loss_mask"].shape[0]
         per_rank = cfg.actor.global_batch_size // self.world_size
         micro = cfg.actor.micro_batch_size
@@ -194,13 +203,23 @@ class ActorWorker(Worker):
             sync = i == len(chunks) - 1
             ctx = self.model.no_sync() if (isinstance(self.model, DDP) and not sync) else nullcontext()
             with ctx:
-                logprob, value, entropy = self.model({"obs": mb["obs"], **mb["replay"]})
                 mask = mb["loss_mask"]
-                pg_loss, pg_metrics = ppo_policy_loss(
-                    logprob, mb["logprob"], mb["advantages"], mask,
-                    algo.clip_ratio_low, algo.clip_ratio_high, algo.clip_ratio_c,
-                )  # fmt: skip
-                loss = pg_loss
+                if algo.train_mode == "IL":
+                    imitation = self._imitation_batch(mb)
+                    fm_loss, value, entropy = self.model({"obs": mb["obs"], **mb["replay"]}, imitation)
+                    loss = fm_loss
+                    pg_metrics = {
+                        "fm_loss": fm_loss.detach(),
+                        "positive_advantage_fraction": _masked_mean(
+                            (imitation["advantage_bin"] == self.policy.best_advantage_bin).float(), mask
+                        ),
+                    }
+                else:
+                    logprob, value, entropy = self.model({"obs": mb["obs"], **mb["replay"]})
+                    loss, pg_metrics = ppo_policy_loss(
+                        logprob, mb["logprob"], mb["advantages"], mask,
+                        algo.clip_ratio_low, algo.clip_ratio_high, algo.clip_ratio_c,
+                    )  # fmt: skip
                 ent = _masked_mean(entropy, mask)
                 if algo.entropy_bonus > 0:
                     loss = loss - algo.entropy_bonus * ent
@@ -232,6 +251,18 @@ class ActorWorker(Worker):
             stats["train/critic/lr"] = self.optimizer.param_groups[-1]["lr"]
         self.scheduler.step()
         return stats
+
+    def _imitation_batch(self, mb: dict[str, Any]) -> dict[str, Any]:
+        """Executed chunks with their advantage bins (RISE): a chunk's advantage (mean over its actions
+        for action-level advantages) picks the prompt's bin; ``advantage_dropout`` of them get none (-1),
+        and chunks of finished envs (loss_mask 0) are left out of the loss."""
+        adv = mb["advantages"].reshape(mb["advantages"].shape[0], -1).mean(-1)
+        bins = self.policy.advantage_to_bin(adv)
+        drop = torch.rand(bins.shape, generator=self.shuffle_gen) < self.cfg.algorithm.advantage_dropout
+        bins = torch.where(drop.to(bins.device), torch.full_like(bins, -1), bins)
+        actions = mb["actions"]
+        action_mask = mb["loss_mask"].reshape(-1, 1).expand(actions.shape[0], actions.shape[1])
+        return {"obs": mb["obs"], "actions": actions, "advantage_bin": bins, "action_mask": action_mask}
 
     def _update_obs_norm(self, state: torch.Tensor, mask: torch.Tensor) -> None:
         valid = state[mask.bool()]

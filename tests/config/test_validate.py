@@ -208,6 +208,13 @@ BAD = [
     ("grpo_metaworld", ["env.train.auto_reset=true"], ["env.train.auto_reset=True", "grpo"]),
     ("grpo_metaworld", ["env.train.use_fixed_reset_state_ids=false"], ["use_fixed_reset_state_ids", "grpo"]),
     ("no_such_config", [], ["CONFIG='no_such_config'", "ppo_gym_cartpole"]),
+    ("ppo_gym_cartpole", ["algorithm.train_mode=IL"], ["algorithm.train_mode='IL'", "pi0 or pi05"]),
+    (
+        "ppo_pi0_metaworld",
+        ["algorithm.train_mode=IL"],
+        ["algorithm.train_mode='IL'", "with_advantage_condition"],
+    ),
+    ("ppo_pi0_metaworld", ["algorithm.train_mode=il"], ["algorithm.train_mode='il'", "RL or IL"]),
 ]
 
 

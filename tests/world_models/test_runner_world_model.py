@@ -4,6 +4,8 @@ simulator, and metrics are reported per env group."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from tests.runtime.jobs import run_and_read
@@ -35,3 +37,25 @@ def test_ppo_on_mixed_imagined_and_real_envs_evaluates_in_metaworld(episodes, mo
     videos = list((tmp_path / "wm" / "wm_pred" / "train" / "imagined").glob("*.mp4"))
     assert videos, "visualize_wm_pred writes prediction videos in the log dir"
     assert (tmp_path / "wm" / "checkpoints" / "global_step_2").is_dir()
+
+
+def test_advantage_conditioned_imitation_on_imagined_chunks(episodes, model_dirs, tmp_path):
+    """``train_mode: IL`` (RISE): the tiny pi0 imitates its own imagined chunks with the prompt carrying
+    each chunk's advantage bin, while the critic keeps learning the values GAE needs."""
+    dyn, reward = model_dirs
+    overrides = [
+        "env@env.train=world_model_3tasks", "~env.eval", "env.train.tasks=[reach-v3,push-v3]",
+        f"env.train.dynamics_model_config={dyn}", f"env.train.dynamics_model_image_root={episodes}",
+        f"env.train.reward_model_config={reward}", "env.train.image_size=32", "env.train.num_envs=4",
+        "env.train.max_episode_steps=8", "algorithm.n_chunk_steps=4", "algorithm.train_mode=IL",
+        "algorithm.advantage_dropout=0.25", "model.pi0.with_advantage_condition=true", "model.pi0.num_steps=2",
+        "actor.global_batch_size=8", "actor.micro_batch_size=4", "algorithm.update_epoch=2",
+        "runner.max_steps=2", "runner.val_check_interval=-1", "runner.save_interval=-1",
+        "runner.progress_bar=false",
+    ]  # fmt: skip
+    rows = run_and_read("ppo_pi0_metaworld", tmp_path, "il", overrides)
+    assert [r["step"] for r in rows] == [1, 2]
+    for row in rows:
+        assert math.isfinite(row["train/actor/fm_loss"]) and row["train/actor/fm_loss"] > 0
+        assert 0.0 <= row["train/actor/positive_advantage_fraction"] <= 1.0
+        assert "train/critic/value_loss" in row and "train/actor/ratio" not in row
