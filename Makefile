@@ -21,7 +21,7 @@ $(STAMP): $(VPY) constraints.txt pyproject.toml
 install: $(STAMP)
 
 quickstart: install
-	bash scripts/run_embodiment.sh ppo_metaworld
+	bash scripts/run_embodiment.sh quickstart
 
 test: install
 	$(VENV)/bin/ruff check .

@@ -337,7 +337,7 @@ class EmbodiedRunner:
             self.cluster = None
 
     def summary(self) -> str:
-        """A one-screen report of where everything is."""
+        """A one-screen report: where the logs, videos and checkpoints are; eval success before and after."""
         lines = [
             "=" * 72,
             f"worldrl run finished: {self.global_step} steps",
@@ -347,14 +347,19 @@ class EmbodiedRunner:
         ]
         if self.saved:
             lines.append(f"  checkpoint:  {self.saved[-1]}")
-        videos = os.path.join(self.log_dir, "videos")
-        if os.path.isdir(videos):
-            lines.append(f"  videos:      {videos}")
-        for key in ("eval/success_once", "eval/return"):
-            if key in self.first_eval or key in self.last_eval:
-                before = self.first_eval.get(key, float("nan"))
-                after = self.last_eval.get(key, float("nan"))
-                lines.append(f"  {key}: before {before:.3f} -> after {after:.3f}")
+        wm_pred = self.cfg.env.train.dynamics_model_output_path or os.path.join(self.log_dir, "wm_pred")
+        for label, path in (("videos:", os.path.join(self.log_dir, "videos")), ("wm videos:", wm_pred)):
+            if os.path.isdir(path):
+                count = sum(name.endswith(".mp4") for _, _, names in os.walk(path) for name in names)
+                lines.append(f"  {label:12s} {path} ({count} mp4)")
+        keys = sorted(k for k in {*self.first_eval, *self.last_eval} if k.endswith("/success_once"))
+        keys += [k for k in ("eval/return",) if k in self.first_eval or k in self.last_eval]
+        if keys:
+            lines.append("  eval in the real env        before -> after")
+        for key in keys:
+            before = self.first_eval.get(key, float("nan"))
+            after = self.last_eval.get(key, float("nan"))
+            lines.append(f"    {key.removeprefix('eval/'):28s} {before:6.3f} -> {after:6.3f}")
         lines.append("=" * 72)
         return "\n".join(lines)
 

@@ -1,0 +1,135 @@
+"""What world-model RL adds over imitation, measured in the real simulator.
+
+    .venv/bin/python benchmarks/imagination_gain.py [--config rl_release] [--seeds 0 1 2] [--steps 30] \\
+        [--eval-episodes 50] [--no-real-ppo] [--out logs/imagination_gain] [key=value ...]
+
+For each seed: the imitation policy (``rollout.model_dir`` of the config) is evaluated in Meta-World;
+then the config's job trains it for ``--steps`` steps in the world-model env (pure imagination: zero
+real-env steps) and the result is evaluated on the same layouts; then, unless ``--no-real-ppo``, the
+same job with Meta-World as the training env (same envs, chunks and batch sizes, hence the same number
+of policy updates) is trained and evaluated. Evaluation is deterministic (ODE sampling) over
+``--eval-episodes`` per task on layouts drawn from seed 1000 + seed. Prints success per task (mean and
+spread over seeds), real-env steps used during RL and wall time. Extra ``key=value`` arguments are
+overrides for both jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+
+def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, float]:
+    """Real-simulator success per task of the config's policy (``weights``: a rollout safetensors file)."""
+    from safetensors.torch import load_file
+
+    from policy_and_value.envs.base import EnvSpec
+    from policy_and_value.models.registry import make_policy
+    from policy_and_value.offline.evaluate import evaluate_in_metaworld
+
+    ecfg = cfg.env.eval
+    spec = EnvSpec(
+        action_dim=cfg.model.action_dim or 4,
+        num_action_chunks=ecfg.num_action_chunks,
+        state_dim=39 if ecfg.state_type == "full" else 4,
+        image_shape=(len(ecfg.cameras), ecfg.image_size, ecfg.image_size),
+        tasks=tuple(ecfg.tasks),
+    )
+    policy = make_policy(
+        cfg.model, spec, cfg.algorithm.logprob_type, cfg.algorithm.reward_type == "action_level",
+        model_dir=cfg.rollout.model_dir,
+    )  # fmt: skip
+    if weights is not None:
+        policy.load_state_dict(load_file(weights))
+    res = evaluate_in_metaworld(
+        policy, list(ecfg.tasks), episodes, list(ecfg.cameras), ecfg.image_size, ecfg.state_type,
+        ecfg.max_episode_steps, num_envs=3 * len(ecfg.tasks), seed=1000 + seed,
+    )  # fmt: skip
+    return {t: r["success_rate"] for t, r in res.items()}
+
+
+def train(config: str, overrides: list[str], out: str, name: str) -> tuple[str, float, int]:
+    """Run the job; returns (final rollout weights, wall seconds, real-env steps during training)."""
+    from policy_and_value.config import load_config
+    from policy_and_value.runner import run_job
+
+    cfg = load_config(
+        config, [*overrides, f"runner.logger.log_path={out}", f"runner.logger.experiment_name={name}"]
+    )
+    start = time.time()
+    runner = run_job(cfg)
+    wall = time.time() - start
+    algo, env = cfg.algorithm, cfg.env.train
+    groups = [(g.get("env_type", env.env_type), int(g["num_envs"])) for g in env.groups] or [
+        (env.env_type, env.num_envs)
+    ]
+    real_envs = sum(n for kind, n in groups if kind != "world_model")
+    real_steps = (
+        real_envs * algo.n_chunk_steps * env.num_action_chunks * algo.rollout_epoch * cfg.runner.max_steps
+    )
+    return os.path.join(runner.saved[-1], "rollout", "model.safetensors"), wall, real_steps
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default="rl_release")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--steps", type=int, default=30, help="training steps of each RL job")
+    p.add_argument("--eval-episodes", type=int, default=50, help="per task")
+    p.add_argument("--no-real-ppo", action="store_true", help="skip PPO in the real simulator")
+    p.add_argument("--out", default="logs/imagination_gain")
+    args, overrides = p.parse_known_args()
+
+    from policy_and_value.config import load_config
+
+    common = [
+        *overrides, f"runner.max_steps={args.steps}", "runner.val_check_interval=-1",
+        f"runner.save_interval={args.steps}", "runner.progress_bar=false",
+    ]  # fmt: skip
+    runs = {"imitation": [], "world-model RL": [], "real-sim PPO": []}
+    cost = {"world-model RL": [], "real-sim PPO": []}
+    for seed in args.seeds:
+        job = [*common, f"runner.seed={seed}"]
+        cfg = load_config(args.config, job)
+        runs["imitation"].append(evaluate(cfg, None, args.eval_episodes, seed))
+        print(f"seed {seed} imitation: {runs['imitation'][-1]}", flush=True)
+        weights, wall, steps = train(args.config, job, args.out, f"wm_seed{seed}")
+        runs["world-model RL"].append(evaluate(cfg, weights, args.eval_episodes, seed))
+        cost["world-model RL"].append((steps, wall))
+        print(f"seed {seed} world-model RL: {runs['world-model RL'][-1]} ({wall:.0f} s)", flush=True)
+        if not args.no_real_ppo:
+            real = [*job, "env@env.train=metaworld_3tasks"]  # same envs, chunks, batches; real episodes
+            weights, wall, steps = train(args.config, real, args.out, f"real_seed{seed}")
+            runs["real-sim PPO"].append(evaluate(cfg, weights, args.eval_episodes, seed))
+            cost["real-sim PPO"].append((steps, wall))
+            print(f"seed {seed} real-sim PPO: {runs['real-sim PPO'][-1]} ({wall:.0f} s)", flush=True)
+
+    tasks = list(runs["imitation"][0])
+    names = [n for n in runs if runs[n]]
+    print(f"\nreal-simulator success, {args.eval_episodes} episodes per task, seeds {args.seeds} "
+          f"(mean ± std over seeds), {args.steps} RL steps\n")  # fmt: skip
+    print("| task | " + " | ".join(names) + " |\n|---|" + "---|" * len(names))
+    for task in [*tasks, "mean"]:
+        cells = []
+        for n in names:
+            per_seed = [np.mean(list(r.values())) if task == "mean" else r[task] for r in runs[n]]
+            cells.append(f"{100 * np.mean(per_seed):.1f} ± {100 * np.std(per_seed):.1f}")
+        print(f"| {task} | " + " | ".join(cells) + " |")
+    for n, c in cost.items():
+        if c:
+            print(
+                f"{n}: real-env steps during RL {c[0][0]} per run, wall time {np.mean([w for _, w in c]):.0f} s per run"
+            )
+    gain = [np.mean(list(a.values())) - np.mean(list(b.values())) for a, b in zip(runs["world-model RL"], runs["imitation"])]  # fmt: skip
+    print(f"world-model RL - imitation: {100 * np.mean(gain):+.1f} ± {100 * np.std(gain):.1f} points")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump({"args": vars(args), "overrides": overrides, "runs": runs, "cost": cost}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The quickstart as a user runs it (shortened), its shipped starting models, and rl_release on the three
+placements of the README, all on CPU slots with the shipped models."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.runtime.jobs import run_and_read
+
+REPO = Path(__file__).resolve().parents[2]
+ASSETS = REPO / "assets" / "quickstart"
+
+
+def test_shipped_quickstart_models_match_their_checksums_and_load():
+    from policy_and_value.models.pi0 import from_pretrained
+    from reward_models.modeling import FrameScorer
+    from toolkits.episodes import EpisodeDataset
+
+    lines = (ASSETS / "SHA256SUMS").read_text().splitlines()
+    assert len(lines) >= 5
+    for line in lines:
+        digest, name = line.split()
+        assert hashlib.sha256((ASSETS / name).read_bytes()).hexdigest() == digest, name
+    policy = from_pretrained(ASSETS / "policy")
+    assert policy.cfg.with_advantage_condition and policy.cfg.state_dim == 39
+    assert FrameScorer.from_pretrained(ASSETS / "reward_model") is not None
+    resets = EpisodeDataset(str(ASSETS / "reset_episodes"))
+    assert sorted(resets.tasks) == ["button-press-topdown-v3", "drawer-close-v3", "reach-v3"]
+
+
+@pytest.mark.slow
+def test_quickstart_runs_end_to_end_and_prints_its_summary(tmp_path):
+    overrides = [
+        "runner.max_steps=2", "runner.val_check_interval=2", "runner.save_interval=2", "runner.progress_bar=false",
+        "env.eval_episodes=3", "env.eval.num_envs=3", "env.eval.max_episode_steps=40", "algorithm.num_group_envs=3",
+        "algorithm.n_chunk_steps=3", "actor.global_batch_size=9", "actor.micro_batch_size=9",
+        f"runner.logger.log_path={tmp_path}",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run(
+        [sys.executable, "-m", "policy_and_value.train", "quickstart", *overrides],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = out.stdout[out.stdout.index("worldrl run finished") :]
+    log_dir = tmp_path / "quickstart"
+    for fragment in ("checkpoint:", "videos:", "wm videos:", "reach-v3/success_once", "before -> after"):
+        assert fragment in summary, (fragment, summary)
+    assert list((log_dir / "videos" / "eval").rglob("*.mp4"))
+    assert list((log_dir / "wm_pred" / "train").rglob("*.mp4"))
+    assert (log_dir / "checkpoints" / "global_step_2" / "rollout" / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cluster", ["shared", "partial_sharing", "separate"])
+def test_rl_release_on_each_placement(cluster, tmp_path):
+    overrides = [
+        f"cluster={cluster}", "runner.max_steps=1", "runner.val_check_interval=-1", "runner.save_interval=-1",
+        "runner.progress_bar=false", "algorithm.num_group_envs=4", "algorithm.n_chunk_steps=5",
+        "algorithm.rollout_epoch=1", "algorithm.update_epoch=1", "actor.global_batch_size=20",
+        "actor.micro_batch_size=10",
+    ]  # fmt: skip
+    rows = run_and_read("rl_release", tmp_path, cluster, overrides)
+    assert rows[0]["step"] == 1
+    for key in (
+        "env/reach-v3/return",
+        "env/drawer-close-v3/return",
+        "train/actor/ratio",
+        "train/critic/value_loss",
+    ):
+        assert key in rows[0], key
