@@ -184,7 +184,7 @@ class WorldModelEnv(BatchedEnv):
         self._success |= success_now
         self._steps += c
         self._return += rewards.sum(1).numpy()
-        terminated = torch.from_numpy(success_now & ~self.cfg.ignore_terminations)
+        terminated = torch.from_numpy(success_now & (not self.cfg.ignore_terminations))
         truncated = torch.from_numpy(self._steps >= self.cfg.max_episode_steps) & ~terminated
         imgs = images.numpy()
         self._history = np.concatenate([self._history, imgs], axis=1)[:, -self.history_frames :]

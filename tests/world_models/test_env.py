@@ -43,6 +43,7 @@ def test_observations_rewards_and_truncation(episodes, model_dirs):
     obs, rewards, terminated, truncated, info = env.chunk_step(_actions(3))
     assert rewards.shape == (3, 4) and rewards.dtype == torch.float32
     assert (rewards[:, :3] == 0).all() and (rewards[:, 3] != 0).any()  # chunk reward on the last action
+    assert terminated.dtype == truncated.dtype == torch.bool  # the contract: masks index rewards
     assert not terminated.any() and not truncated.any() and "episode" not in info
     assert not torch.equal(obs["images"], first)  # imagined frames replace the history
     obs, rewards, terminated, truncated, info = env.chunk_step(_actions(3, 1))
