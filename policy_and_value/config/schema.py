@@ -73,6 +73,9 @@ class AlgorithmConfig(Strict):
     # env.train.num_envs = num_group_envs x group_size x env ranks x pipeline_stage_num
     num_group_envs: int | None = Field(None, ge=1)
     update_epoch: int = Field(1, ge=1)
+    # the first training steps update only the critic (a fresh value head on an imitation checkpoint
+    # otherwise gives advantages that say nothing about the actions)
+    critic_warmup_steps: int = Field(0, ge=0)
     clip_ratio_low: float = Field(0.2, ge=0.0, lt=1.0)
     clip_ratio_high: float = Field(0.2, ge=0.0)
     clip_ratio_c: float | None = Field(None, gt=1.0)  # dual clip; None disables

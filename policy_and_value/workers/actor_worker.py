@@ -71,6 +71,7 @@ class ActorWorker(Worker):
         self.shuffle_gen = torch.Generator().manual_seed(cfg.runner.seed + 777)
         self.model: nn.Module = _Evaluate(self.policy)
         self.group_ready = False
+        self.train_steps = 0  # training steps done (critic warm-up counts them)
 
     # ------------------------------------------------------------------ distributed set-up
     def master_address(self) -> tuple[str, int]:
@@ -141,6 +142,7 @@ class ActorWorker(Worker):
         per_rank = cfg.actor.global_batch_size // self.world_size
         micro = cfg.actor.micro_batch_size
         self.policy.train()
+        self.critic_only = self.train_steps < algo.critic_warmup_steps
         acc: dict[str, list[float]] = {}
         for _ in range(algo.update_epoch):
             perm = torch.randperm(n, generator=self.shuffle_gen)
@@ -152,7 +154,9 @@ class ActorWorker(Worker):
         # After the update, so this step's recomputed log-probs used the statistics the rollout used.
         if self.cfg.model.obs_norm and hasattr(self.policy, "update_obs_norm"):
             self._update_obs_norm(traj["obs"]["state"], traj["loss_mask"])
+        self.train_steps += 1
         out = {k: sum(v) / len(v) for k, v in acc.items()}
+        out["train/critic/warmup"] = float(self.critic_only)
         out.update(metrics)
         out = self._mean_over_ranks(out)
         out["time/cal_adv_and_returns"] = t_adv
@@ -223,6 +227,8 @@ class ActorWorker(Worker):
                 ent = _masked_mean(entropy, mask)
                 if algo.entropy_bonus > 0:
                     loss = loss - algo.entropy_bonus * ent
+                if self.critic_only:  # keeps the graph (DDP) but gives the policy zero gradients
+                    loss = loss * 0.0
                 metrics = {f"train/actor/{k}": float(v) for k, v in pg_metrics.items()}
                 metrics["train/actor/entropy"] = float(ent.detach())
                 if value is not None and algo.adv_type == "gae":
@@ -289,7 +295,11 @@ class ActorWorker(Worker):
     def save_checkpoint(self, path: str) -> dict[str, Any]:
         """All ranks write the DCP directory together; returns this rank's RNG and shuffle state."""
         dcp.save(self._state(), checkpoint_id=path)
-        return {"rng": self.get_rng_state(), "shuffle": self.shuffle_gen.get_state()}
+        return {
+            "rng": self.get_rng_state(),
+            "shuffle": self.shuffle_gen.get_state(),
+            "steps": self.train_steps,
+        }
 
     def load_checkpoint(self, path: str, extra: dict[str, Any]) -> None:
         """Restore model, optimiser and scheduler from DCP, and this rank's RNG state."""
@@ -301,6 +311,7 @@ class ActorWorker(Worker):
         self.scheduler.load_state_dict(state["scheduler"])
         self.set_rng_state(extra["rng"])
         self.shuffle_gen.set_state(extra["shuffle"])
+        self.train_steps = extra.get("steps", 0)
 
     def shutdown(self) -> None:
         if dist.is_initialized():

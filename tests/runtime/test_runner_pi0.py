@@ -4,6 +4,7 @@ from ``rollout.model_dir``, and the rollout's log-probs reproduced exactly by th
 from pathlib import Path
 
 import pytest
+import torch
 
 from policy_and_value.config import load_config
 from policy_and_value.envs.base import EnvSpec
@@ -66,3 +67,38 @@ def test_pi0_model_dir_with_another_state_size_is_refused(tmp_path: Path):
     )
     with pytest.raises(ValueError, match="trained with state_dim=4 but the env gives 39"):
         make_policy(cfg.model, full_state, "chunk_level", model_dir=str(tmp_path / "proprio_policy"))
+
+
+def test_critic_warmup_leaves_the_imitation_policy_untouched(tmp_path: Path):
+    """``algorithm.critic_warmup_steps``: the first steps train only the value head (with
+    ``detach_value_features`` nothing else moves), so the saved weights equal the imitation policy's."""
+    from safetensors.torch import load_file
+
+    from policy_and_value.models.pi0 import save_pretrained
+
+    overrides = [
+        "env.train.num_envs=2", "env.train.max_episode_steps=8", "algorithm.n_chunk_steps=2",
+        "actor.global_batch_size=4", "actor.micro_batch_size=4", "runner.max_steps=1", "runner.val_check_interval=-1",
+        "runner.save_interval=1", "runner.progress_bar=false", "model.pi0.num_steps=2",
+        "algorithm.critic_warmup_steps=1", "model.pi0.detach_value_features=true",
+    ]  # fmt: skip
+    cfg = load_config("ppo_pi0_metaworld", overrides)
+    spec = EnvSpec(
+        action_dim=4,
+        num_action_chunks=4,
+        state_dim=39,
+        image_shape=(1, 64, 64),
+        tasks=("reach-v3", "push-v3"),
+    )
+    init = make_policy(cfg.model.model_copy(update={"add_value_head": False}), spec, "chunk_level")
+    save_pretrained(init, tmp_path / "init_policy")
+    rows = run_and_read(
+        "ppo_pi0_metaworld", tmp_path, "warm", [*overrides, f"rollout.model_dir={tmp_path / 'init_policy'}"]
+    )
+    assert rows[0]["train/critic/warmup"] == 1.0
+    saved = load_file(tmp_path / "warm" / "checkpoints" / "global_step_1" / "rollout" / "model.safetensors")
+    before = init.state_dict()
+    assert set(before) < set(saved)
+    for name, tensor in before.items():
+        assert torch.equal(saved[name], tensor), name
+    assert any(k.startswith("value_head") for k in saved)

@@ -73,6 +73,9 @@ class Pi0Config:
     value_after_vlm: bool = False  # value from the mean prefix token (else from the expert output)
     value_per_action: bool = False  # value [N, C] instead of [N]
     value_hidden: int = 128
+    # the critic reads detached features: value-loss gradients train only the value head, so a critic
+    # learning from scratch on a pretrained policy cannot disturb the features the actions come from
+    detach_value_features: bool = False
     noise_head_hidden: int = 64
     # ---- training
     train_expert_only: bool = False

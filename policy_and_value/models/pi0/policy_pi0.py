@@ -219,6 +219,8 @@ class Pi0Policy(BasePolicy):
             x = torch.zeros(n, self.cfg.chunk_size, self.cfg.max_action_dim, device=self.device)
             _, out = self._velocity(prefix, state, x, torch.ones(n, device=self.device))
             feats = out.mean(1)
+        if self.cfg.detach_value_features:
+            feats = feats.detach()
         v = self.value_head(feats)
         return v if self.cfg.value_per_action else v[:, 0]
 

@@ -24,6 +24,19 @@ def test_full_finetune_reaches_every_tower(make_policy, obs):
         assert any(v for k, v in got.items() if tower in k), tower
 
 
+def test_detached_value_features_train_only_the_value_head(make_policy, obs):
+    for after_vlm in (False, True):
+        policy = make_policy(
+            "tiny", add_value_head=True, detach_value_features=True, value_after_vlm=after_vlm
+        )
+        out = policy.predict(obs, mode="train")
+        _, value, _ = policy.evaluate({"obs": obs, **out.replay})
+        value.sum().backward()
+        grads = {k: p.grad is not None and bool(p.grad.abs().sum() > 0) for k, p in policy.named_parameters()}
+        assert any(v for k, v in grads.items() if k.startswith("value_head"))
+        assert not any(v for k, v in grads.items() if not k.startswith("value_head")), after_vlm
+
+
 def test_train_expert_only_freezes_the_prefix(make_policy, obs):
     policy = make_policy("tiny", add_value_head=True, train_expert_only=True)
     got = _grads_after_ppo_loss(policy, obs)
