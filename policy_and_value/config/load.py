@@ -27,8 +27,9 @@ def compose_config(config_name: str, overrides: list[str], config_dir: str | Pat
     """Hydra compose + interpolation -> a plain dict (not yet validated).
 
     A ``key=value`` override of a key that no YAML file sets (the schema still has it, with its
-    default) is retried as ``+key=value``, so users need not know which keys a file spells out;
-    the schema then accepts it or rejects it with a did-you-mean line.
+    default) is retried as ``+key=value``, and ``+key=value`` of a key a file sets as ``key=value``,
+    so users need not know which keys a file spells out; the schema then accepts it or rejects it
+    with a did-you-mean line.
     """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
@@ -47,11 +48,15 @@ def compose_config(config_name: str, overrides: list[str], config_dir: str | Pat
             return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
         except (HydraException, OmegaConfBaseException) as err:
             line = " ".join(str(err).split())
-            match = re.search(r"Could not override '([^']+)'", line)
-            retry = [i for i, o in enumerate(overrides) if match and o.startswith(match.group(1) + "=")]
+            missing = re.search(r"Could not override '([^']+)'", line)
+            present = re.search(r"An item is already at '([^']+)'", line)
+            match = missing or present
+            key = match.group(1) if match else None
+            retry = [i for i, o in enumerate(overrides) if key and o.lstrip("+").startswith(key + "=")]
             if not retry:
                 raise ConfigError(f"config error: overrides {overrides}: {line}") from None
-            overrides[retry[0]] = "+" + overrides[retry[0]]
+            bare = overrides[retry[0]].lstrip("+")
+            overrides[retry[0]] = "+" + bare if missing else bare
     raise ConfigError(f"config error: overrides {overrides}: could not be applied")
 
 

@@ -17,6 +17,12 @@ def test_shipped_configs_compose_and_validate(name):
     assert cfg.runner.max_steps >= 1
 
 
+def test_overrides_need_not_know_which_keys_a_file_sets():
+    """``key=value`` adds a key no file sets, ``+key=value`` sets one a file already has."""
+    cfg = load_config("quickstart", ["runner.progress_bar=false", "+model.pi0.noise_level=0.2"])
+    assert cfg.runner.progress_bar is False and cfg.model.pi0["noise_level"] == 0.2
+
+
 def test_task_table_matches_installed_metaworld():
     # Meta-World's own benchmark tables (building metaworld.MT50() instead takes over a minute)
     from metaworld.env_dict import MT10_V3, MT50_V3
