@@ -119,7 +119,8 @@ class WorldModelEnv(BatchedEnv):
             from world_models.visualize import PredictionVideoWriter
 
             out = cfg.dynamics_model_output_path or os.path.join("logs", "wm_pred")
-            self.video = PredictionVideoWriter(out, num_envs, rank=rank)
+            # like the simulators' videos: the first video_cfg.max_envs envs of this worker
+            self.video = PredictionVideoWriter(out, min(num_envs, cfg.video_cfg.max_envs), rank=rank)
 
     # ------------------------------------------------------------------ contract
     def reset(

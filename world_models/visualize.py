@@ -71,19 +71,26 @@ class PredictionVideoWriter:
         self.written: list[str] = []
 
     def start(self, i: int, first_views: np.ndarray, reward: float = 0.0) -> None:
-        """Begin env ``i``'s episode from its first (real) frame [V, H, W, 3] and that frame's reward."""
+        """Begin env ``i``'s episode from its first (real) frame [V, H, W, 3] and that frame's reward
+        (envs beyond the writer's ``num_envs`` are not recorded)."""
+        if i >= len(self.frames):
+            return
         self.frames[i] = [first_views]
         self.rewards[i] = [float(reward)]
         self.real[i] = [first_views]
 
     def add(self, i: int, views: np.ndarray, reward: float, real: np.ndarray | None = None) -> None:
         """Append one imagined frame [V, H, W, 3] of env ``i``, its reward and the recorded frame, if known."""
+        if i >= len(self.frames):
+            return
         self.frames[i].append(views)
         self.rewards[i].append(float(reward))
         self.real[i].append(real)
 
     def finish(self, i: int) -> str | None:
         """Write env ``i``'s episode (real frames beside when every frame has one); returns the mp4 path."""
+        if i >= len(self.frames):
+            return None
         frames, rewards, real = self.frames[i], self.rewards[i], self.real[i]
         if len(frames) < 2:
             return None
