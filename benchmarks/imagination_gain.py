@@ -7,8 +7,9 @@ For each seed: the imitation policy (``rollout.model_dir`` of the config) is eva
 then the config's job trains it for ``--steps`` steps in the world-model env (pure imagination: zero
 real-env steps) and the result is evaluated on the same layouts; then, unless ``--no-real-ppo``, the
 same job with Meta-World as the training env (same envs, chunks and batch sizes, hence the same number
-of policy updates) is trained and evaluated. Evaluation is deterministic (ODE sampling) over
-``--eval-episodes`` per task on layouts drawn from seed 1000 + seed. Prints success per task (mean and
+of policy updates) is trained and evaluated. Evaluation samples with the ODE from initial noise drawn
+after ``torch.manual_seed(seed)``, over ``--eval-episodes`` per task on layouts drawn from seed
+1000 + seed, so every policy of a seed sees the same layouts and noise draws. Prints success per task (mean and
 spread over seeds), real-env steps used during RL and wall time. Extra ``key=value`` arguments are
 overrides for both jobs.
 """
@@ -25,6 +26,7 @@ import numpy as np
 
 def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, float]:
     """Real-simulator success per task of the config's policy (``weights``: a rollout safetensors file)."""
+    import torch
     from safetensors.torch import load_file
 
     from policy_and_value.envs.base import EnvSpec
@@ -45,6 +47,7 @@ def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, fl
     )  # fmt: skip
     if weights is not None:
         policy.load_state_dict(load_file(weights))
+    torch.manual_seed(seed)  # the same initial noise draws for every policy evaluated with this seed
     res = evaluate_in_metaworld(
         policy, list(ecfg.tasks), episodes, list(ecfg.cameras), ecfg.image_size, ecfg.state_type,
         ecfg.max_episode_steps, num_envs=3 * len(ecfg.tasks), seed=1000 + seed,
