@@ -30,6 +30,7 @@ def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, fl
     from safetensors.torch import load_file
 
     from policy_and_value.envs.base import EnvSpec
+    from policy_and_value.envs.metaworld_tasks import FULL_STATE_DIM, PROPRIO_DIM
     from policy_and_value.models.registry import make_policy
     from policy_and_value.offline.evaluate import evaluate_in_metaworld
 
@@ -37,7 +38,7 @@ def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, fl
     spec = EnvSpec(
         action_dim=cfg.model.action_dim or 4,
         num_action_chunks=ecfg.num_action_chunks,
-        state_dim=39 if ecfg.state_type == "full" else 4,
+        state_dim=FULL_STATE_DIM if ecfg.state_type == "full" else PROPRIO_DIM,
         image_shape=(len(ecfg.cameras), ecfg.image_size, ecfg.image_size),
         tasks=tuple(ecfg.tasks),
     )
@@ -58,6 +59,7 @@ def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, fl
 def train(config: str, overrides: list[str], out: str, name: str) -> tuple[str, float, int]:
     """Run the job; returns (final rollout weights, wall seconds, real-env steps during training)."""
     from policy_and_value.config import load_config
+    from policy_and_value.config.validate import env_groups
     from policy_and_value.runner import run_job
 
     cfg = load_config(
@@ -67,10 +69,8 @@ def train(config: str, overrides: list[str], out: str, name: str) -> tuple[str, 
     runner = run_job(cfg)
     wall = time.time() - start
     algo, env = cfg.algorithm, cfg.env.train
-    groups = [(g.get("env_type", env.env_type), int(g["num_envs"])) for g in env.groups] or [
-        (env.env_type, env.num_envs)
-    ]
-    real_envs = sum(n for kind, n in groups if kind != "world_model")
+    groups = [group for _, group in env_groups(env)] or [env]
+    real_envs = sum(g.num_envs for g in groups if g.env_type != "world_model")
     real_steps = (
         real_envs * algo.n_chunk_steps * env.num_action_chunks * algo.rollout_epoch * cfg.runner.max_steps
     )

@@ -401,21 +401,19 @@ def _check_pi0(cfg: JobConfig) -> None:
             model_dir,
             "a pi0 policy directory needs config.json (written by save_pretrained)",
         )
-    _check_policy_config_name(cfg, preset)
-    _check_train_mode(cfg)
+    saved = Pi0Config.load(os.path.join(model_dir, "config.json")) if model_dir is not None else None
+    _check_policy_config_name(cfg, preset, saved)
+    _check_train_mode(cfg, saved)
 
 
-def _check_train_mode(cfg: JobConfig) -> None:
-    """``train_mode: IL`` conditions the prompt on advantage bins, so the policy must read them."""
-    from policy_and_value.models.pi0.configuration_pi0 import Pi0Config
-
+def _check_train_mode(cfg: JobConfig, saved: Any) -> None:
+    """``train_mode: IL`` conditions the prompt on advantage bins, so the policy must read them
+    (``saved``: the config of the policy in rollout.model_dir, if any)."""
     if cfg.algorithm.train_mode != "IL":
         return
     conditioned = cfg.model.pi0.get("with_advantage_condition")
-    if conditioned is None and cfg.rollout.model_dir is not None:
-        conditioned = Pi0Config.load(
-            os.path.join(cfg.rollout.model_dir, "config.json")
-        ).with_advantage_condition
+    if conditioned is None and saved is not None:
+        conditioned = saved.with_advantage_condition
     if not conditioned:
         raise config_error(
             "algorithm.train_mode", "IL",
@@ -423,14 +421,10 @@ def _check_train_mode(cfg: JobConfig) -> None:
         )  # fmt: skip
 
 
-def _check_policy_config_name(cfg: JobConfig, preset: str) -> None:
-    """``algorithm.policy_config_name`` names the preset; the policy in rollout.model_dir must have its layers."""
-    from policy_and_value.models.pi0.configuration_pi0 import (
-        PRESETS,
-        Pi0Config,
-        architecture_differences,
-        make_config,
-    )
+def _check_policy_config_name(cfg: JobConfig, preset: str, saved: Any) -> None:
+    """``algorithm.policy_config_name`` names the preset; the policy in rollout.model_dir (its config
+    ``saved``) must have its layers."""
+    from policy_and_value.models.pi0.configuration_pi0 import PRESETS, architecture_differences, make_config
 
     name = cfg.algorithm.policy_config_name
     if name is None:
@@ -441,15 +435,13 @@ def _check_policy_config_name(cfg: JobConfig, preset: str) -> None:
         )
     if "preset" in cfg.model.pi0 and preset != name:
         raise config_error("algorithm.policy_config_name", name, f"but model.pi0.preset is {preset!r}")
-    model_dir = cfg.rollout.model_dir
-    if model_dir is None:
+    if saved is None:
         return
-    saved = Pi0Config.load(os.path.join(model_dir, "config.json"))
     diffs = architecture_differences(make_config(name), saved)
     if diffs:
         raise config_error(
             "algorithm.policy_config_name", name,
-            f"rollout.model_dir={model_dir} holds another architecture ({name} -> saved): {'; '.join(diffs)}",
+            f"rollout.model_dir={cfg.rollout.model_dir} holds another architecture ({name} -> saved): {'; '.join(diffs)}",
         )  # fmt: skip
 
 

@@ -24,7 +24,7 @@ from policy_and_value.runtime.cluster import Cluster
 from policy_and_value.runtime.placement import parse_placement
 from policy_and_value.runtime.worker_group import WorkerGroup
 from policy_and_value.workers.base import get_rng_state, seed_everything, set_rng_state
-from policy_and_value.workers.env_worker import merge_stats
+from policy_and_value.workers.env_worker import merge_stats, prediction_video_dir
 
 
 @dataclass(frozen=True)
@@ -347,7 +347,7 @@ class EmbodiedRunner:
         ]
         if self.saved:
             lines.append(f"  checkpoint:  {self.saved[-1]}")
-        wm_pred = self.cfg.env.train.dynamics_model_output_path or os.path.join(self.log_dir, "wm_pred")
+        wm_pred = self.cfg.env.train.dynamics_model_output_path or prediction_video_dir(self.log_dir)
         for label, path in (("videos:", os.path.join(self.log_dir, "videos")), ("wm videos:", wm_pred)):
             if os.path.isdir(path):
                 count = sum(name.endswith(".mp4") for _, _, names in os.walk(path) for name in names)

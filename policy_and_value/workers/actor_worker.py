@@ -47,10 +47,11 @@ class _Evaluate(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
         """RL: (log-prob, value, entropy) of the recorded chunks. IL: (flow-matching loss on the
         ``imitation`` batch, value of the recorded observation, zero entropy)."""
-        logprob, value, entropy = self.policy.evaluate(batch)
         if imitation is None:
-            return logprob, value, entropy
-        return self.policy.flow_matching_loss(imitation), value, torch.zeros_like(entropy)
+            return self.policy.evaluate(batch)
+        loss = self.policy.flow_matching_loss(imitation)
+        no_entropy = torch.zeros(imitation["actions"].shape[0], device=loss.device)
+        return loss, self.policy.critic(batch), no_entropy
 
 
 class ActorWorker(Worker):
@@ -142,13 +143,13 @@ class ActorWorker(Worker):
         per_rank = cfg.actor.global_batch_size // self.world_size
         micro = cfg.actor.micro_batch_size
         self.policy.train()
-        self.critic_only = self.train_steps < algo.critic_warmup_steps
+        critic_only = self.train_steps < algo.critic_warmup_steps
         acc: dict[str, list[float]] = {}
         for _ in range(algo.update_epoch):
             perm = torch.randperm(n, generator=self.shuffle_gen)
             for start in range(0, n - per_rank + 1, per_rank):
                 idx = perm[start : start + per_rank]
-                for k, v in self._minibatch_step(samples, idx, micro).items():
+                for k, v in self._minibatch_step(samples, idx, micro, critic_only).items():
                     acc.setdefault(k, []).append(v)
         self.policy.eval()
         # After the update, so this step's recomputed log-probs used the statistics the rollout used.
@@ -156,7 +157,7 @@ class ActorWorker(Worker):
             self._update_obs_norm(traj["obs"]["state"], traj["loss_mask"])
         self.train_steps += 1
         out = {k: sum(v) / len(v) for k, v in acc.items()}
-        out["train/critic/warmup"] = float(self.critic_only)
+        out["train/critic/warmup"] = float(critic_only)
         out.update(metrics)
         out = self._mean_over_ranks(out)
         out["time/cal_adv_and_returns"] = t_adv
@@ -197,7 +198,11 @@ class ActorWorker(Worker):
             "rollout/returns_min": float(sel_ret.min()),
         }
 
-    def _minibatch_step(self, samples: dict[str, Any], idx: torch.Tensor, micro: int) -> dict[str, float]:
+    def _minibatch_step(
+        self, samples: dict[str, Any], idx: torch.Tensor, micro: int, critic_only: bool = False
+    ) -> dict[str, float]:
+        """One optimizer step on minibatch ``idx`` (``micro``-sized pieces); ``critic_only``: the
+        policy loss is zeroed (critic warm-up)."""
         algo, optim_cfg = self.cfg.algorithm, self.cfg.actor.optim
         chunks = list(idx.split(micro))
         stats: dict[str, float] = {}
@@ -227,7 +232,7 @@ class ActorWorker(Worker):
                 ent = _masked_mean(entropy, mask)
                 if algo.entropy_bonus > 0:
                     loss = loss - algo.entropy_bonus * ent
-                if self.critic_only:  # keeps the graph (DDP) but gives the policy zero gradients
+                if critic_only:  # keeps the graph (DDP) but gives the policy zero gradients
                     loss = loss * 0.0
                 metrics = {f"train/actor/{k}": float(v) for k, v in pg_metrics.items()}
                 metrics["train/actor/entropy"] = float(ent.detach())

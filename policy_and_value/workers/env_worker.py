@@ -71,11 +71,17 @@ class EpisodeStats:
         return out
 
 
+def prediction_video_dir(log_dir: str, split: str = "") -> str:
+    """Where a job's world-model prediction videos go by default: ``<log_dir>/wm_pred/<split>``."""
+    root = os.path.join(log_dir, "wm_pred")
+    return os.path.join(root, split) if split else root
+
+
 def _with_output_paths(cfg: EnvConfig, log_dir: str, split: str) -> EnvConfig:
-    """World-model predictions go to ``<log_dir>/wm_pred/<split>`` unless ``dynamics_model_output_path`` is set."""
+    """World-model predictions go to ``prediction_video_dir`` unless ``dynamics_model_output_path`` is set."""
     if cfg.env_type != "world_model" or cfg.dynamics_model_output_path:
         return cfg
-    return cfg.model_copy(update={"dynamics_model_output_path": os.path.join(log_dir, "wm_pred", split)})
+    return cfg.model_copy(update={"dynamics_model_output_path": prediction_video_dir(log_dir, split)})
 
 
 class EnvWorker(Worker):

@@ -14,15 +14,11 @@ from tests.runtime.jobs import run_and_read
 pytestmark = pytest.mark.slow
 
 
-def test_pi0_ppo_two_actor_ranks_from_model_dir(tmp_path: Path):
-    overrides = [
-        "cluster=partial_sharing", "env.train.num_envs=4", "env.eval.num_envs=2", "env.eval_episodes=2",
-        "env.train.max_episode_steps=24", "env.eval.max_episode_steps=16", "algorithm.n_chunk_steps=4",
-        "algorithm.update_epoch=1", "actor.global_batch_size=16", "actor.micro_batch_size=4",
-        "runner.max_steps=2", "runner.val_check_interval=2", "runner.save_interval=2", "runner.progress_bar=false",
-        "model.pi0.num_steps=2",
-    ]  # fmt: skip
-    # an "imitation checkpoint": a pi0 directory for this env, saved without a value head
+def save_imitation_checkpoint(overrides: list[str], path: Path) -> torch.nn.Module:
+    """An "imitation checkpoint" for ppo_pi0_metaworld with ``overrides``: a pi0 directory for its env
+    (full state, one 64x64 view), saved without a value head; returns the policy."""
+    from policy_and_value.models.pi0 import save_pretrained
+
     cfg = load_config("ppo_pi0_metaworld", overrides)
     spec = EnvSpec(
         action_dim=4,
@@ -31,11 +27,20 @@ def test_pi0_ppo_two_actor_ranks_from_model_dir(tmp_path: Path):
         image_shape=(1, 64, 64),
         tasks=tuple(cfg.env.train.tasks),
     )
-    from policy_and_value.models.pi0 import save_pretrained
-
     init = make_policy(cfg.model.model_copy(update={"add_value_head": False}), spec, "chunk_level")
-    save_pretrained(init, tmp_path / "init_policy")
+    save_pretrained(init, path)
+    return init
 
+
+def test_pi0_ppo_two_actor_ranks_from_model_dir(tmp_path: Path):
+    overrides = [
+        "cluster=partial_sharing", "env.train.num_envs=4", "env.eval.num_envs=2", "env.eval_episodes=2",
+        "env.train.max_episode_steps=24", "env.eval.max_episode_steps=16", "algorithm.n_chunk_steps=4",
+        "algorithm.update_epoch=1", "actor.global_batch_size=16", "actor.micro_batch_size=4",
+        "runner.max_steps=2", "runner.val_check_interval=2", "runner.save_interval=2", "runner.progress_bar=false",
+        "model.pi0.num_steps=2",
+    ]  # fmt: skip
+    save_imitation_checkpoint(overrides, tmp_path / "init_policy")
     rows = run_and_read(
         "ppo_pi0_metaworld", tmp_path, "pi0", [*overrides, f"rollout.model_dir={tmp_path / 'init_policy'}"]
     )
@@ -74,24 +79,13 @@ def test_critic_warmup_leaves_the_imitation_policy_untouched(tmp_path: Path):
     ``detach_value_features`` nothing else moves), so the saved weights equal the imitation policy's."""
     from safetensors.torch import load_file
 
-    from policy_and_value.models.pi0 import save_pretrained
-
     overrides = [
         "env.train.num_envs=2", "env.train.max_episode_steps=8", "algorithm.n_chunk_steps=2",
         "actor.global_batch_size=4", "actor.micro_batch_size=4", "runner.max_steps=1", "runner.val_check_interval=-1",
         "runner.save_interval=1", "runner.progress_bar=false", "model.pi0.num_steps=2",
         "algorithm.critic_warmup_steps=1", "model.pi0.detach_value_features=true",
     ]  # fmt: skip
-    cfg = load_config("ppo_pi0_metaworld", overrides)
-    spec = EnvSpec(
-        action_dim=4,
-        num_action_chunks=4,
-        state_dim=39,
-        image_shape=(1, 64, 64),
-        tasks=("reach-v3", "push-v3"),
-    )
-    init = make_policy(cfg.model.model_copy(update={"add_value_head": False}), spec, "chunk_level")
-    save_pretrained(init, tmp_path / "init_policy")
+    init = save_imitation_checkpoint(overrides, tmp_path / "init_policy")
     rows = run_and_read(
         "ppo_pi0_metaworld", tmp_path, "warm", [*overrides, f"rollout.model_dir={tmp_path / 'init_policy'}"]
     )

@@ -3,7 +3,6 @@ placements of the README, all on CPU slots with the shipped models."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.assets import assert_matches_sha256sums
 from tests.runtime.jobs import run_and_read
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,11 +22,7 @@ def test_shipped_quickstart_models_match_their_checksums_and_load():
     from reward_models.modeling import FrameScorer
     from toolkits.episodes import EpisodeDataset
 
-    lines = (ASSETS / "SHA256SUMS").read_text().splitlines()
-    assert len(lines) >= 5
-    for line in lines:
-        digest, name = line.split()
-        assert hashlib.sha256((ASSETS / name).read_bytes()).hexdigest() == digest, name
+    assert assert_matches_sha256sums(ASSETS) >= 5
     policy = from_pretrained(ASSETS / "policy")
     assert policy.cfg.with_advantage_condition and policy.cfg.state_dim == 39
     assert FrameScorer.from_pretrained(ASSETS / "reward_model") is not None

@@ -115,12 +115,11 @@ def test_training_reduces_the_losses():
 
 
 def test_shipped_model_matches_its_checksums_and_loads():
-    import hashlib
     from pathlib import Path
 
+    from tests.assets import assert_matches_sha256sums
+
     root = Path(__file__).resolve().parents[2] / "assets" / "world_models" / "tiny_3tasks"
-    for line in (root / "SHA256SUMS").read_text().splitlines():
-        digest, name = line.split()
-        assert hashlib.sha256((root / name).read_bytes()).hexdigest() == digest, name
+    assert assert_matches_sha256sums(root) == 2
     model = DynamicsModel.from_pretrained(root)
     assert model.cfg.num_views == 2 and model.cfg.predict_delta and len(model.cfg.prompts) == 3

@@ -279,6 +279,12 @@ class Pi0Policy(BasePolicy):
                     ent = ent + gaussian_entropy(std)
         return self._reduce(logp, steps), self.value(prefix, state), self._reduce(ent, steps)
 
+    def critic(self, batch: dict[str, Any]) -> torch.Tensor | None:
+        """Value of recorded observations (with their recorded prompt tokens), without the denoising
+        chain: what ``evaluate`` returns as value, for losses that need no log-prob."""
+        inputs = self.prepare_inputs(batch["obs"], batch["lang_tokens"], batch["lang_mask"])
+        return self.value(self.encode(inputs), self._state(inputs))
+
     # ------------------------------------------------------------------ imitation
     def flow_matching_loss(self, batch: dict[str, Any]) -> torch.Tensor:
         """Flow-matching MSE on the executed chunk ``batch["actions"] [N, C, A]`` (env units).

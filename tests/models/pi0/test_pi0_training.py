@@ -9,10 +9,11 @@ from policy_and_value.envs.base import EnvSpec
 from policy_and_value.models.registry import make_policy as make_registered_policy
 
 
-def _grads_after_ppo_loss(policy, obs) -> dict[str, bool]:
+def _grads_after_ppo_loss(policy, obs, with_logprob: bool = True) -> dict[str, bool]:
+    """Which parameters get a nonzero gradient from log-prob + value (or the value alone)."""
     out = policy.predict(obs, mode="train")
     logprob, value, _ = policy.evaluate({"obs": obs, **out.replay})
-    (logprob.sum() + value.sum()).backward()
+    (value.sum() + (logprob.sum() if with_logprob else 0)).backward()
     return {
         name: p.grad is not None and bool(p.grad.abs().sum() > 0) for name, p in policy.named_parameters()
     }
@@ -29,10 +30,7 @@ def test_detached_value_features_train_only_the_value_head(make_policy, obs):
         policy = make_policy(
             "tiny", add_value_head=True, detach_value_features=True, value_after_vlm=after_vlm
         )
-        out = policy.predict(obs, mode="train")
-        _, value, _ = policy.evaluate({"obs": obs, **out.replay})
-        value.sum().backward()
-        grads = {k: p.grad is not None and bool(p.grad.abs().sum() > 0) for k, p in policy.named_parameters()}
+        grads = _grads_after_ppo_loss(policy, obs, with_logprob=False)
         assert any(v for k, v in grads.items() if k.startswith("value_head"))
         assert not any(v for k, v in grads.items() if not k.startswith("value_head")), after_vlm
 
@@ -145,3 +143,11 @@ def test_gradient_checkpointing_gives_the_same_gradients(make_policy, obs):
     assert grads[0].keys() == grads[1].keys()
     for key in grads[0]:
         torch.testing.assert_close(grads[0][key], grads[1][key], msg=key)
+
+
+def test_critic_gives_the_value_evaluate_gives(make_policy, obs):
+    """The IL update reads values through ``critic`` (no denoising chain); they are evaluate's values."""
+    for after_vlm in (False, True):
+        policy = make_policy("tiny", add_value_head=True, value_after_vlm=after_vlm)
+        batch = {"obs": obs, **policy.predict(obs, mode="train").replay}
+        torch.testing.assert_close(policy.critic(batch), policy.evaluate(batch)[1])
