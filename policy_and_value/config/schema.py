@@ -55,6 +55,11 @@ class AlgorithmConfig(Strict):
     advantage_dropout: float = Field(
         0.1, ge=0.0, le=1.0
     )  # IL: share of samples with no advantage in the prompt
+    # recorded episodes (toolkits.collect_episodes, optionally labelled by reward_models.label) that
+    # anchor the policy: each micro batch adds offline_data_coef x the flow-matching loss on as many
+    # offline chunks (IL: RISE's data balance, offline share coef/(1+coef); RL: a BC term next to PPO)
+    offline_data_path: str | None = None
+    offline_data_coef: float = Field(0.0, ge=0.0)  # 0 disables; > 0 needs offline_data_path and pi0/pi05
     adv_type: Literal["gae", "grpo"] = "gae"
     loss_type: Literal["ppo"] = "ppo"
     reward_type: Literal["chunk_level", "action_level"] = "chunk_level"
@@ -83,7 +88,8 @@ class AlgorithmConfig(Strict):
     huber_delta: float | None = Field(10.0, gt=0.0)  # None: squared error
     value_loss_coef: float = Field(0.5, ge=0.0)
     entropy_bonus: float = Field(0.0, ge=0.0)
-    target_kl: float | None = Field(None, gt=0.0)  # stop the epoch loop early above this
+    # PPO: skip the rest of a training step's minibatches once one's approx. KL to the rollout policy exceeds this
+    target_kl: float | None = Field(None, gt=0.0)
 
 
 # --------------------------------------------------------------------------------------------- env

@@ -68,19 +68,21 @@ def config_error(key: str, value: Any, allowed: str) -> ConfigError:
     return ConfigError(f"config error: {key}={value!r}: {allowed}")
 
 
-def check_episode_data(path: str, tasks: list[str] | None) -> Any:
-    """``data.path`` holds collected episodes with every task of ``data.tasks``; returns the opened
-    ``EpisodeDataset`` (the offline training tools all start with this check)."""
+def check_episode_data(
+    path: str, tasks: list[str] | None, path_key: str = "data.path", tasks_key: str = "data.tasks"
+) -> Any:
+    """``path`` (the key ``path_key``) holds collected episodes with every task of ``tasks`` (the key
+    ``tasks_key``); returns the opened ``EpisodeDataset`` (every user of episode data starts with this)."""
     from toolkits.episodes import EpisodeDataset
 
     if not os.path.isfile(os.path.join(path, "index.json")):
         raise config_error(
-            "data.path", path, "no index.json here (write one with python -m toolkits.collect_episodes)"
+            path_key, path, "no index.json here (write one with python -m toolkits.collect_episodes)"
         )
     dataset = EpisodeDataset(path)
     missing = [t for t in tasks or [] if t not in dataset.tasks]
     if missing:
-        raise config_error("data.tasks", tasks, f"{missing} not in the dataset; it has {dataset.tasks}")
+        raise config_error(tasks_key, tasks, f"{missing} not in the dataset {path}; it has {dataset.tasks}")
     return dataset
 
 
@@ -103,6 +105,7 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
     _check_algorithm(cfg)
     _check_paths(cfg)
     _check_pi0(cfg)
+    _check_offline_data(cfg)
     _check_backends(cfg)
     return cfg
 
@@ -333,6 +336,10 @@ def _check_algorithm(cfg: JobConfig) -> None:
             raise config_error("env.train.auto_reset", True, "grpo scores whole episodes: set false")
     elif not cfg.model.add_value_head:
         raise config_error("model.add_value_head", False, "adv_type gae needs a value head")
+    if algo.target_kl is not None and algo.train_mode != "RL":
+        raise config_error(
+            "algorithm.target_kl", algo.target_kl, "applies to train_mode RL (PPO's KL to the rollout policy): set null"
+        )  # fmt: skip
 
 
 def _check_paths(cfg: JobConfig) -> None:
@@ -363,6 +370,11 @@ def _check_pi0(cfg: JobConfig) -> None:
             raise config_error(
                 "algorithm.train_mode", "IL",
                 f"advantage-conditioned imitation needs model.policy_type pi0 or pi05, not {cfg.model.policy_type}",
+            )  # fmt: skip
+        if cfg.algorithm.offline_data_coef > 0:
+            raise config_error(
+                "algorithm.offline_data_coef", cfg.algorithm.offline_data_coef,
+                f"flow matching on offline chunks needs model.policy_type pi0 or pi05, not {cfg.model.policy_type}",
             )  # fmt: skip
         if cfg.algorithm.policy_config_name is not None:
             raise config_error(
@@ -418,6 +430,28 @@ def _check_train_mode(cfg: JobConfig, saved: Any) -> None:
         raise config_error(
             "algorithm.train_mode", "IL",
             "needs model.pi0.with_advantage_condition=true (the prompt carries the advantage bin)",
+        )  # fmt: skip
+
+
+def _check_offline_data(cfg: JobConfig) -> None:
+    """``algorithm.offline_data_coef`` > 0 anchors the policy to recorded episodes: they must cover
+    every train task and record the env's cameras."""
+    algo, env = cfg.algorithm, cfg.env.train
+    if algo.offline_data_coef == 0:
+        return
+    path = algo.offline_data_path
+    if path is None:
+        raise config_error(
+            "algorithm.offline_data_coef", algo.offline_data_coef,
+            "needs algorithm.offline_data_path (episodes written by python -m toolkits.collect_episodes)",
+        )  # fmt: skip
+    dataset = check_episode_data(path, env.tasks, "algorithm.offline_data_path", "env.train.tasks")
+    recorded = list(dataset.info.get("cameras", []))
+    missing = [c for c in env.cameras if c not in recorded]
+    if missing:
+        raise config_error(
+            "algorithm.offline_data_path", path,
+            f"records cameras {recorded}, not {missing} of env.train.cameras={env.cameras}",
         )  # fmt: skip
 
 

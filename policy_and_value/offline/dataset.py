@@ -48,6 +48,7 @@ class ChunkDataset:
         views = [recorded.index(c) for c in cameras] if cameras is not None else None
         self.cameras = cameras if cameras is not None else recorded
         frames, states, actions, prompts, task_names, starts, advantages = [], [], [], [], [], [], []
+        success: list[bool] = []
         offset = 0
         for i in indices if indices is not None else range(len(episodes)):
             ep = episodes[i]
@@ -61,6 +62,7 @@ class ChunkDataset:
                 advantages.append(torch.from_numpy(episodes.read(i, "advantages").astype(np.float32)))
             prompts += [ep.meta["prompt"]] * t
             task_names += [ep.meta["task"]] * t
+            success += [bool(ep.meta["success_once"])] * t
             starts.append((offset, t))
             offset += t
         if not starts:
@@ -71,6 +73,7 @@ class ChunkDataset:
         self.advantages = torch.cat(advantages) if with_advantages else None  # [M]
         self.prompts = np.array(prompts, dtype=object)
         self.task_names = np.array(task_names, dtype=object)
+        self.success = torch.tensor(success, dtype=torch.bool)  # [M] the sample's episode succeeded
         # for each sample: the global indices of its chunk, and which of them lie inside the episode
         end = torch.cat([torch.full((t,), o + t, dtype=torch.long) for o, t in starts])
         idx = torch.arange(offset)[:, None] + torch.arange(horizon)[None]

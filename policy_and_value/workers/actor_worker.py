@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch import nn
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from policy_and_value.algorithms import (
@@ -31,6 +31,7 @@ from policy_and_value.algorithms import (
 )
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.envs.base import EnvSpec
+from policy_and_value.offline.anchor import OfflineAnchor
 from policy_and_value.workers.base import Worker
 from policy_and_value.workers.trajectory import cat_shards, flatten_time, take
 
@@ -43,15 +44,22 @@ class _Evaluate(nn.Module):
         self.policy = policy
 
     def forward(
-        self, batch: dict[str, Any], imitation: dict[str, Any] | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        self,
+        batch: dict[str, Any],
+        imitation: dict[str, Any] | None = None,
+        offline: dict[str, Any] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor | None]:
         """RL: (log-prob, value, entropy) of the recorded chunks. IL: (flow-matching loss on the
-        ``imitation`` batch, value of the recorded observation, zero entropy)."""
+        ``imitation`` batch, value of the recorded observation, zero entropy). Both then add the
+        flow-matching loss on the ``offline`` batch (None without one)."""
         if imitation is None:
-            return self.policy.evaluate(batch)
-        loss = self.policy.flow_matching_loss(imitation)
-        no_entropy = torch.zeros(imitation["actions"].shape[0], device=loss.device)
-        return loss, self.policy.critic(batch), no_entropy
+            out = self.policy.evaluate(batch)
+        else:
+            loss = self.policy.flow_matching_loss(imitation)
+            no_entropy = torch.zeros(imitation["actions"].shape[0], device=loss.device)
+            out = (loss, self.policy.critic(batch), no_entropy)
+        offline_loss = None if offline is None else self.policy.flow_matching_loss(offline)
+        return (*out, offline_loss)
 
 
 class ActorWorker(Worker):
@@ -70,6 +78,13 @@ class ActorWorker(Worker):
         total = cfg.actor.optim.total_training_steps or opt_steps_per_train_step * cfg.runner.max_steps
         self.scheduler = build_scheduler(self.optimizer, cfg.actor.optim, total)
         self.shuffle_gen = torch.Generator().manual_seed(cfg.runner.seed + 777)
+        self.offline: OfflineAnchor | None = None
+        if algo.offline_data_coef > 0 and algo.offline_data_path is not None:
+            env = cfg.env.train
+            self.offline = OfflineAnchor(
+                algo.offline_data_path, env.tasks, self.policy.num_action_chunks, env.state_type,
+                env.cameras, seed=cfg.runner.seed + 888 + rank,
+            )  # fmt: skip
         self.model: nn.Module = _Evaluate(self.policy)
         self.group_ready = False
         self.train_steps = 0  # training steps done (critic warm-up counts them)
@@ -145,12 +160,19 @@ class ActorWorker(Worker):
         self.policy.train()
         critic_only = self.train_steps < algo.critic_warmup_steps
         acc: dict[str, list[float]] = {}
+        stopped = False
         for _ in range(algo.update_epoch):
             perm = torch.randperm(n, generator=self.shuffle_gen)
             for start in range(0, n - per_rank + 1, per_rank):
                 idx = perm[start : start + per_rank]
-                for k, v in self._minibatch_step(samples, idx, micro, critic_only).items():
+                stats = self._minibatch_step(samples, idx, micro, critic_only)
+                for k, v in stats.items():
                     acc.setdefault(k, []).append(v)
+                stopped = self._kl_exceeded(stats)
+                if stopped:
+                    break
+            if stopped:
+                break
         self.policy.eval()
         # After the update, so this step's recomputed log-probs used the statistics the rollout used.
         if self.cfg.model.obs_norm and hasattr(self.policy, "update_obs_norm"):
@@ -158,10 +180,23 @@ class ActorWorker(Worker):
         self.train_steps += 1
         out = {k: sum(v) / len(v) for k, v in acc.items()}
         out["train/critic/warmup"] = float(critic_only)
+        out["train/actor/kl_early_stop"] = float(stopped)
         out.update(metrics)
         out = self._mean_over_ranks(out)
         out["time/cal_adv_and_returns"] = t_adv
         return out
+
+    def _kl_exceeded(self, stats: dict[str, float]) -> bool:
+        """``algorithm.target_kl``: whether the policy has moved too far from the rollout policy (approx.
+        KL of the last minibatch, averaged over ranks so every rank stops at the same minibatch)."""
+        target = self.cfg.algorithm.target_kl
+        if target is None or "train/actor/approx_kl" not in stats:
+            return False
+        kl = torch.tensor(stats["train/actor/approx_kl"], dtype=torch.float64)
+        if self.world_size > 1:
+            dist.all_reduce(kl)
+            kl /= self.world_size
+        return bool(kl > target)
 
     def _advantages(self, traj: dict[str, Any]) -> dict[str, float]:
         algo = self.cfg.algorithm
@@ -201,8 +236,9 @@ class ActorWorker(Worker):
     def _minibatch_step(
         self, samples: dict[str, Any], idx: torch.Tensor, micro: int, critic_only: bool = False
     ) -> dict[str, float]:
-        """One optimizer step on minibatch ``idx`` (``micro``-sized pieces); ``critic_only``: the
-        policy loss is zeroed (critic warm-up)."""
+        """One optimizer step on minibatch ``idx`` (``micro``-sized pieces), each with as many offline
+        chunks when ``algorithm.offline_data_coef`` > 0; ``critic_only``: the policy loss (offline
+        term included) is zeroed (critic warm-up)."""
         algo, optim_cfg = self.cfg.algorithm, self.cfg.actor.optim
         chunks = list(idx.split(micro))
         stats: dict[str, float] = {}
@@ -213,9 +249,12 @@ class ActorWorker(Worker):
             ctx = self.model.no_sync() if (isinstance(self.model, DDP) and not sync) else nullcontext()
             with ctx:
                 mask = mb["loss_mask"]
+                offline = self.offline.sample(len(mb_idx), self.policy) if self.offline is not None else None
                 if algo.train_mode == "IL":
                     imitation = self._imitation_batch(mb)
-                    fm_loss, value, entropy = self.model({"obs": mb["obs"], **mb["replay"]}, imitation)
+                    fm_loss, value, entropy, offline_loss = self.model(
+                        {"obs": mb["obs"], **mb["replay"]}, imitation, offline
+                    )
                     loss = fm_loss
                     pg_metrics = {
                         "fm_loss": fm_loss.detach(),
@@ -224,11 +263,16 @@ class ActorWorker(Worker):
                         ),
                     }
                 else:
-                    logprob, value, entropy = self.model({"obs": mb["obs"], **mb["replay"]})
+                    logprob, value, entropy, offline_loss = self.model(
+                        {"obs": mb["obs"], **mb["replay"]}, None, offline
+                    )
                     loss, pg_metrics = ppo_policy_loss(
                         logprob, mb["logprob"], mb["advantages"], mask,
                         algo.clip_ratio_low, algo.clip_ratio_high, algo.clip_ratio_c,
                     )  # fmt: skip
+                if offline_loss is not None:  # the anchor on recorded episodes
+                    loss = loss + algo.offline_data_coef * offline_loss
+                    pg_metrics["offline_fm_loss"] = offline_loss.detach()
                 ent = _masked_mean(entropy, mask)
                 if algo.entropy_bonus > 0:
                     loss = loss - algo.entropy_bonus * ent
@@ -303,19 +347,28 @@ class ActorWorker(Worker):
         return {
             "rng": self.get_rng_state(),
             "shuffle": self.shuffle_gen.get_state(),
+            "offline": self.offline.gen.get_state() if self.offline is not None else None,
             "steps": self.train_steps,
         }
 
     def load_checkpoint(self, path: str, extra: dict[str, Any]) -> None:
-        """Restore model, optimiser and scheduler from DCP, and this rank's RNG state."""
+        """Restore model, optimiser and scheduler from DCP, and this rank's RNG state. Parameters no
+        loss reached (e.g. pi0's last prefix layer) were saved without optimiser state and get none."""
         state = self._state()
+        saved = dcp.FileSystemReader(path).read_metadata().state_dict_metadata
+        state["optim"]["state"] = {
+            fqn: s for fqn, s in state["optim"]["state"].items() if all(f"optim.state.{fqn}.{k}" in saved for k in s)
+        }  # fmt: skip
         dcp.load(state, checkpoint_id=path)
         set_state_dict(
-            self.policy, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"]
-        )
+            self.policy, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"],
+            options=StateDictOptions(strict=False),  # dcp.load has already required every saved key
+        )  # fmt: skip
         self.scheduler.load_state_dict(state["scheduler"])
         self.set_rng_state(extra["rng"])
         self.shuffle_gen.set_state(extra["shuffle"])
+        if self.offline is not None and extra.get("offline") is not None:
+            self.offline.gen.set_state(extra["offline"])
         self.train_steps = extra.get("steps", 0)
 
     def shutdown(self) -> None:

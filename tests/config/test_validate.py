@@ -9,6 +9,7 @@ from policy_and_value.config import ConfigError, available_configs, load_config
 from policy_and_value.envs.metaworld_tasks import MT10_TASKS, MT50_TASKS
 
 REPO = Path(__file__).resolve().parents[2]
+RESET_EPISODES = REPO / "assets" / "quickstart" / "reset_episodes"  # reach, drawer-close, button-press
 
 
 @pytest.mark.parametrize("name", sorted(available_configs()))
@@ -221,6 +222,38 @@ BAD = [
         ["algorithm.train_mode='IL'", "with_advantage_condition"],
     ),
     ("ppo_pi0_metaworld", ["algorithm.train_mode=il"], ["algorithm.train_mode='il'", "RL or IL"]),
+    ("ppo_pi0_metaworld", ["algorithm.offline_data_coef=-1"], ["algorithm.offline_data_coef=-1"]),
+    ("rl_release", ["algorithm.train_mode=IL", "algorithm.target_kl=0.05"], ["algorithm.target_kl=0.05", "RL"]),
+    (
+        "ppo_pi0_metaworld",
+        ["algorithm.offline_data_coef=1.0"],
+        ["algorithm.offline_data_coef=1.0", "needs algorithm.offline_data_path"],
+    ),
+    (
+        "ppo_pi0_metaworld",
+        ["algorithm.offline_data_coef=1.0", "algorithm.offline_data_path=/no/such/episodes"],
+        ["algorithm.offline_data_path='/no/such/episodes'", "no index.json"],
+    ),
+    (
+        "ppo_pi0_metaworld",
+        ["algorithm.offline_data_coef=1.0", f"algorithm.offline_data_path={RESET_EPISODES}"],
+        ["env.train.tasks=['reach-v3', 'push-v3']", "['push-v3'] not in the dataset"],
+    ),
+    (
+        "ppo_pi0_metaworld",
+        [
+            "algorithm.offline_data_coef=1.0",
+            f"algorithm.offline_data_path={RESET_EPISODES}",
+            "env.train.tasks=[reach-v3]",
+            "env.train.cameras=[topview]",
+        ],
+        ["algorithm.offline_data_path=", "records cameras ['corner', 'gripperPOV'], not ['topview']"],
+    ),
+    (
+        "ppo_metaworld",
+        ["algorithm.offline_data_coef=1.0", f"algorithm.offline_data_path={RESET_EPISODES}"],
+        ["algorithm.offline_data_coef=1.0", "needs model.policy_type pi0 or pi05, not cnn_actor_critic"],
+    ),
 ]
 
 
@@ -302,3 +335,13 @@ def test_num_group_envs_sets_the_number_of_train_envs():
     assert cfg.env.train.num_envs == 2 * cfg.algorithm.group_size
     with pytest.raises(ConfigError, match=r"algorithm.num_group_envs=4: gives 4 train envs .* add up to 6"):
         load_config("ppo_metaworld", ["algorithm.num_group_envs=4", "env.train.groups=[{name:a,num_envs:6}]"])
+
+
+def test_offline_data_covering_the_train_tasks_and_cameras_is_accepted():
+    overrides = [
+        "algorithm.offline_data_coef=0.5", f"algorithm.offline_data_path={RESET_EPISODES}",
+        "env.train.tasks=[reach-v3,drawer-close-v3]", "env.train.cameras=[gripperPOV]",
+    ]  # fmt: skip
+    cfg = load_config("ppo_pi0_metaworld", overrides)
+    assert cfg.algorithm.offline_data_coef == 0.5
+    assert load_config("ppo_pi0_metaworld", []).algorithm.offline_data_coef == 0.0  # off by default

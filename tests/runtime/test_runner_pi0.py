@@ -33,12 +33,14 @@ def save_imitation_checkpoint(overrides: list[str], path: Path) -> torch.nn.Modu
 
 
 def test_pi0_ppo_two_actor_ranks_from_model_dir(tmp_path: Path):
+    """Also with the offline anchor: a behaviour-cloning term on the shipped expert episodes, through DDP."""
     overrides = [
         "cluster=partial_sharing", "env.train.num_envs=4", "env.eval.num_envs=2", "env.eval_episodes=2",
         "env.train.max_episode_steps=24", "env.eval.max_episode_steps=16", "algorithm.n_chunk_steps=4",
         "algorithm.update_epoch=1", "actor.global_batch_size=16", "actor.micro_batch_size=4",
         "runner.max_steps=2", "runner.val_check_interval=2", "runner.save_interval=2", "runner.progress_bar=false",
-        "model.pi0.num_steps=2",
+        "model.pi0.num_steps=2", "env.train.tasks=[reach-v3,drawer-close-v3]",
+        "algorithm.offline_data_path=assets/quickstart/reset_episodes", "algorithm.offline_data_coef=0.5",
     ]  # fmt: skip
     save_imitation_checkpoint(overrides, tmp_path / "init_policy")
     rows = run_and_read(
@@ -54,6 +56,7 @@ def test_pi0_ppo_two_actor_ranks_from_model_dir(tmp_path: Path):
         "eval/success_once",
         "env/reach-v3/success_once",
         "train/actor/grad_norm",
+        "train/actor/offline_fm_loss",
     ):
         assert any(key in r for r in rows), key
     assert (tmp_path / "pi0" / "checkpoints" / "global_step_2" / "actor" / ".metadata").exists()

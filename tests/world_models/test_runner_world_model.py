@@ -41,7 +41,9 @@ def test_ppo_on_mixed_imagined_and_real_envs_evaluates_in_metaworld(episodes, mo
 
 def test_advantage_conditioned_imitation_on_imagined_chunks(episodes, model_dirs, tmp_path):
     """``train_mode: IL`` (RISE): the tiny pi0 imitates its own imagined chunks with the prompt carrying
-    each chunk's advantage bin, while the critic keeps learning the values GAE needs."""
+    each chunk's advantage bin, anchored by flow matching on recorded episodes (``offline_data_coef``),
+    while the critic keeps learning the values GAE needs; a run resumed from the step-1 checkpoint
+    repeats step 2 exactly (offline draws included)."""
     dyn, reward = model_dirs
     overrides = [
         "env@env.train=world_model_3tasks", "~env.eval", "env.train.tasks=[reach-v3,push-v3]",
@@ -49,13 +51,22 @@ def test_advantage_conditioned_imitation_on_imagined_chunks(episodes, model_dirs
         f"env.train.reward_model_config={reward}", "env.train.image_size=32", "env.train.num_envs=4",
         "env.train.max_episode_steps=8", "algorithm.n_chunk_steps=4", "algorithm.train_mode=IL",
         "algorithm.advantage_dropout=0.25", "model.pi0.with_advantage_condition=true", "model.pi0.num_steps=2",
+        f"algorithm.offline_data_path={episodes}", "algorithm.offline_data_coef=1.0",
         "actor.global_batch_size=8", "actor.micro_batch_size=4", "algorithm.update_epoch=2",
-        "runner.max_steps=2", "runner.val_check_interval=-1", "runner.save_interval=-1",
+        "runner.max_steps=2", "runner.val_check_interval=-1", "runner.save_interval=1",
         "runner.progress_bar=false",
     ]  # fmt: skip
     rows = run_and_read("ppo_pi0_metaworld", tmp_path, "il", overrides)
     assert [r["step"] for r in rows] == [1, 2]
     for row in rows:
         assert math.isfinite(row["train/actor/fm_loss"]) and row["train/actor/fm_loss"] > 0
+        assert math.isfinite(row["train/actor/offline_fm_loss"]) and row["train/actor/offline_fm_loss"] > 0
         assert 0.0 <= row["train/actor/positive_advantage_fraction"] <= 1.0
         assert "train/critic/value_loss" in row and "train/actor/ratio" not in row
+    ckpt = tmp_path / "il" / "checkpoints" / "global_step_1"
+    resumed = run_and_read(
+        "ppo_pi0_metaworld", tmp_path, "resumed", [*overrides, f"runner.resume_dir={ckpt}"]
+    )
+    assert [r["step"] for r in resumed] == [2]
+    untimed = [{k: v for k, v in r.items() if not k.startswith("time/")} for r in (rows[1], resumed[0])]
+    assert untimed[0] == untimed[1]

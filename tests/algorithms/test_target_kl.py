@@ -1,0 +1,70 @@
+"""``algorithm.target_kl``: a PPO training step stops taking minibatches once the policy has moved
+further than this from the rollout policy (approx. KL), and says so in its metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from policy_and_value.config import load_config
+from policy_and_value.envs.base import EnvSpec
+from policy_and_value.offline.dataset import ChunkDataset
+from policy_and_value.workers.actor_worker import ActorWorker
+from toolkits.episodes import EpisodeDataset
+
+REPO = Path(__file__).resolve().parents[2]
+TASKS = ("reach-v3", "drawer-close-v3", "button-press-topdown-v3")
+ENVS = 16
+
+
+def make_actor(*overrides: str) -> ActorWorker:
+    """A PPO actor on the shipped imitation policy (rl_release), 16 samples per step in minibatches of 4."""
+    cfg = load_config(
+        "rl_release",
+        [
+            "cluster=shared", "algorithm.critic_warmup_steps=0", "algorithm.update_epoch=4", f"algorithm.num_group_envs={ENVS}",
+            "algorithm.n_chunk_steps=1", "algorithm.rollout_epoch=1", "actor.global_batch_size=4",
+            "actor.micro_batch_size=4", "actor.optim.lr=1e-2", *overrides,
+        ],
+    )  # fmt: skip
+    spec = EnvSpec(action_dim=4, num_action_chunks=4, state_dim=39, image_shape=(2, 64, 64), tasks=TASKS)
+    return ActorWorker(0, 1, 1, cfg, spec)
+
+
+@pytest.fixture(scope="module")
+def observations() -> dict:
+    """16 recorded observations of the three tasks (the shipped reset episodes)."""
+    episodes = EpisodeDataset(str(REPO / "assets" / "quickstart" / "reset_episodes"))
+    data = ChunkDataset(episodes, horizon=4, state_type="full", cameras=["corner", "gripperPOV"])
+    return data.batch(torch.randperm(len(data), generator=torch.Generator().manual_seed(0))[:ENVS]).obs
+
+
+def one_step_shard(actor: ActorWorker, obs: dict) -> dict:
+    """A time-major shard of one chunk per env, sampled by the actor's own policy, with random rewards."""
+    torch.manual_seed(0)
+    out = actor.policy.predict(obs)
+    prompts = np.empty((1, ENVS), dtype=object)
+    prompts[0, :] = obs["prompt"]
+    return {
+        "obs": {"images": obs["images"][None], "state": obs["state"][None], "prompt": prompts},
+        "actions": out.actions[None], "logprob": out.logprob[None], "replay": {k: v[None] for k, v in out.replay.items()},
+        "rewards": torch.randn(1, ENVS, generator=torch.Generator().manual_seed(1)), "dones": torch.ones(1, ENVS),
+        "loss_mask": torch.ones(1, ENVS), "values": torch.cat([out.value[None], torch.zeros(1, ENVS)]),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("target_kl", [None, 1e-3])
+def test_target_kl_stops_the_step_early(observations, target_kl):
+    """Without a target all 4 epochs x 4 minibatches step; with a tiny one the step stops after the first
+    minibatch whose KL exceeds it (the first minibatch's KL is 0: the policy has not moved yet)."""
+    actor = make_actor(f"algorithm.target_kl={target_kl if target_kl is not None else 'null'}")
+    metrics = actor.train(one_step_shard(actor, observations))
+    steps = actor.scheduler.last_epoch
+    if target_kl is None:
+        assert steps == 16 and metrics["train/actor/kl_early_stop"] == 0.0
+    else:
+        assert 2 <= steps < 16 and metrics["train/actor/kl_early_stop"] == 1.0
+        assert metrics["train/actor/approx_kl"] > 0
