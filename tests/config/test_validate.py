@@ -223,7 +223,11 @@ BAD = [
     ),
     ("ppo_pi0_metaworld", ["algorithm.train_mode=il"], ["algorithm.train_mode='il'", "RL or IL"]),
     ("ppo_pi0_metaworld", ["algorithm.offline_data_coef=-1"], ["algorithm.offline_data_coef=-1"]),
-    ("rl_release", ["algorithm.train_mode=IL", "algorithm.target_kl=0.05"], ["algorithm.target_kl=0.05", "RL"]),
+    (
+        "rl_release",
+        ["algorithm.train_mode=IL", "algorithm.target_kl=0.05"],
+        ["algorithm.target_kl=0.05", "RL"],
+    ),
     (
         "ppo_pi0_metaworld",
         ["algorithm.offline_data_coef=1.0"],
