@@ -41,18 +41,6 @@ def frame_metrics(pred: torch.Tensor, real: torch.Tensor) -> tuple[torch.Tensor,
     return psnr.reshape(n, -1).mean(1), ssim.reshape(n, -1).mean(1)
 
 
-def open_loop(model, history, state, actions, kw: dict) -> torch.Tensor:
-    """Imagine chunk after chunk with the given actions, each from the frames imagined before (as the
-    world-model env does); returns the last chunk's frames."""
-    c, t_h = model.cfg.action_chunk, model.cfg.history_frames
-    for i in range(actions.shape[1] // c):
-        out = model.imagine(history, state, actions[:, i * c : (i + 1) * c], **kw)
-        history = torch.cat([history, out["images"].cpu()], dim=1)[:, -t_h:]
-        if out["state"] is not None:
-            state = out["state"].cpu()
-    return out["images"].cpu()
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", required=True)
@@ -70,6 +58,7 @@ def main() -> None:
     from toolkits.episodes import EpisodeDataset, split_episodes
     from world_models.data import ChunkTransitions
     from world_models.dynamics_model import DynamicsModel
+    from world_models.imagination import open_loop
 
     model = DynamicsModel.from_pretrained(args.model_dir, device=args.device)
     cfg = model.cfg
