@@ -40,6 +40,30 @@ def test_write_and_load_round_trip_with_filters(tmp_path):
     assert ds.read(0, "images", slice(0, 2)).shape == (2, 2, 8, 8, 3)
 
 
+def test_subset_keeps_per_task_counts_info_and_frames(tmp_path):
+    """write_subset copies k successful and m failed episodes of each task, bit-identical, with the info
+    (e.g. labels); the CLI refuses to overwrite."""
+    from toolkits.episodes.subset import main, write_subset
+
+    src = str(tmp_path / "src")
+    w = EpisodeWriter(src, info={"cameras": ["corner"], "labels": {"horizon": 2}})
+    for task in ("reach-v3", "push-v3"):
+        for T, ok in ((3, True), (4, True), (5, True), (6, False), (7, False)):
+            w.write(_episode(T, ok, task))
+    w.close()
+    assert write_subset(src, str(tmp_path / "dst"), per_task=2, failed_per_task=1, seed=0) == 6
+    sub = EpisodeDataset(str(tmp_path / "dst"))
+    assert sub.info["labels"] == {"horizon": 2} and sub.info["subset_of"] == src
+    for task in ("reach-v3", "push-v3"):
+        assert len(EpisodeDataset(str(tmp_path / "dst"), tasks=[task], success=True)) == 2
+        assert len(EpisodeDataset(str(tmp_path / "dst"), tasks=[task], success=False)) == 1
+    full = {ep["file"]: i for i, ep in enumerate(EpisodeDataset(src).entries)}
+    for i, entry in enumerate(sub.entries):
+        assert np.array_equal(sub[i].images, EpisodeDataset(src)[full[entry["file"]]].images)
+    with pytest.raises(FileExistsError, match="exists"):
+        main(["--data", src, "--out", str(tmp_path / "dst"), "--per-task", "1"])
+
+
 def test_loader_rejects_foreign_folders(tmp_path):
     with pytest.raises(FileNotFoundError, match="index.json"):
         EpisodeDataset(str(tmp_path))

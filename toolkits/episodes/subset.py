@@ -1,0 +1,66 @@
+"""A small copy of an episode dataset: a few successful and failed episodes per task, with its labels.
+
+    python -m toolkits.episodes.subset --data data/mt10_labelled --out assets/offline --per-task 3 \\
+        --failed-per-task 1 [--seed 0]
+
+Used to ship a few of an imitation policy's own (labelled) training episodes beside it, e.g. as the
+offline anchor of world-model RL (``algorithm.offline_data_path``), without shipping the whole dataset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+
+import numpy as np
+
+from toolkits.episodes.format import INDEX
+
+
+def write_subset(src: str, dst: str, per_task: int, failed_per_task: int = 0, seed: int = 0) -> int:
+    """Copy ``per_task`` successful and ``failed_per_task`` failed episodes of every task (drawn with
+    ``seed``; fewer where the dataset has fewer) from ``src`` to the new directory ``dst``, keeping the
+    dataset info (cameras, labels); returns the number of episodes copied."""
+    if os.path.exists(dst):
+        raise FileExistsError(f"--out {dst} exists; choose a new directory")
+    with open(os.path.join(src, INDEX)) as f:
+        index = json.load(f)
+    rng = np.random.default_rng(seed)
+    groups: dict[tuple[str, bool], list[int]] = {}
+    for i, entry in enumerate(index["episodes"]):
+        groups.setdefault((entry["task"], bool(entry["success_once"])), []).append(i)
+    chosen: list[int] = []
+    for (_, ok), members in sorted(groups.items()):
+        k = per_task if ok else failed_per_task
+        chosen += rng.permutation(members)[:k].tolist()
+    tmp = dst + ".tmp"
+    os.makedirs(os.path.join(tmp, "episodes"))
+    entries = []
+    for i in sorted(chosen):
+        entry = dict(index["episodes"][i])
+        shutil.copy2(os.path.join(src, entry["file"]), os.path.join(tmp, entry["file"]))
+        entries.append(entry)
+    info = {**index.get("info", {}), "subset_of": src, "subset_seed": seed}
+    with open(os.path.join(tmp, INDEX), "w") as f:
+        json.dump({**index, "info": info, "episodes": entries}, f, indent=1)
+    os.replace(tmp, dst)
+    return len(entries)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", required=True, help="episode dataset to copy from")
+    p.add_argument("--out", required=True, help="new directory")
+    p.add_argument("--per-task", type=int, required=True, help="successful episodes per task")
+    p.add_argument("--failed-per-task", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    n = write_subset(args.data, args.out, args.per_task, args.failed_per_task, args.seed)
+    print(f"wrote {n} episodes of {args.data} to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
