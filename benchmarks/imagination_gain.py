@@ -1,17 +1,17 @@
 """What world-model RL adds over imitation, measured in the real simulator.
 
     .venv/bin/python benchmarks/imagination_gain.py [--config rl_release] [--seeds 0 1 2] [--steps 30] \\
-        [--eval-episodes 50] [--no-real-ppo] [--control] [--out logs/imagination_gain] [key=value ...]
+        [--eval-episodes 50] [--no-real-ppo] [--controls withhold shuffle] [--out logs/imagination_gain] [key=value ...]
 
 For each seed: the imitation policy (``rollout.model_dir`` of the config) is evaluated in Meta-World;
 then the config's job trains it for ``--steps`` steps in the world-model env (pure imagination: zero
 real-env steps) and the result is evaluated on the same layouts; then, unless ``--no-real-ppo``, the
 same job with Meta-World as the training env (same envs, chunks and batch sizes, hence the same number
-of policy updates) is trained and evaluated; with ``--control`` (``algorithm.train_mode=IL`` only), the
-world-model job is run once more with the imagined chunks' advantages withheld
-(``algorithm.advantage_dropout=1``: every imagined chunk is imitated without an advantage bin), so the
-difference to it is what imagination's advantages add over the rest of the update (the offline anchor,
-self-imitation). Evaluation samples with the ODE from initial noise drawn
+of policy updates) is trained and evaluated. ``--controls`` runs the world-model job again per control,
+to tell what the imagined advantages add over the rest of the update (offline anchor, self-imitation):
+``withhold`` (IL only: ``algorithm.advantage_dropout=1``, every imagined chunk is imitated without an
+advantage bin) and ``shuffle`` (``algorithm.shuffle_advantages=true``: the same advantages handed to
+random chunks). Evaluation samples with the ODE from initial noise drawn
 after ``torch.manual_seed(seed)``, over ``--eval-episodes`` per task on layouts drawn from seed
 1000 + seed, so every policy of a seed sees the same layouts and noise draws. Prints success per task (mean and
 spread over seeds), real-env steps used during RL and wall time. Extra ``key=value`` arguments are
@@ -26,6 +26,8 @@ import os
 import time
 
 import numpy as np
+
+CONTROLS = {"withhold": "algorithm.advantage_dropout=1.0", "shuffle": "algorithm.shuffle_advantages=true"}
 
 
 def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, float]:
@@ -88,7 +90,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=30, help="training steps of each RL job")
     p.add_argument("--eval-episodes", type=int, default=50, help="per task")
     p.add_argument("--no-real-ppo", action="store_true", help="skip the real-simulator arm")
-    p.add_argument("--control", action="store_true", help="IL: also train without imagined advantages")
+    p.add_argument("--controls", nargs="*", default=[], choices=sorted(CONTROLS), help="ablation arms")
     p.add_argument("--out", default="logs/imagination_gain")
     args, overrides = p.parse_known_args()
 
@@ -98,28 +100,26 @@ def main() -> None:
         *overrides, f"runner.max_steps={args.steps}", "runner.val_check_interval=-1",
         f"runner.save_interval={args.steps}", "runner.progress_bar=false",
     ]  # fmt: skip
-    runs = {"imitation": [], "world model": [], "no-advantage control": [], "real simulator": []}
-    cost = {"world model": [], "no-advantage control": [], "real simulator": []}
+    arms = ["world model", *(f"control: {c}" for c in args.controls), "real simulator"]
+    runs: dict[str, list[dict[str, float]]] = {"imitation": [], **{a: [] for a in arms}}
+    cost: dict[str, list[tuple[int, float]]] = {a: [] for a in arms}
     for seed in args.seeds:
         job = [*common, f"runner.seed={seed}"]
         cfg = load_config(args.config, job)
-        if args.control and cfg.algorithm.train_mode != "IL":
-            raise SystemExit("--control withholds the advantages of IL: add algorithm.train_mode=IL")
+        if "withhold" in args.controls and cfg.algorithm.train_mode != "IL":
+            raise SystemExit("--controls withhold drops IL's advantage bins: add algorithm.train_mode=IL")
         runs["imitation"].append(evaluate(cfg, None, args.eval_episodes, seed))
         print(f"seed {seed} imitation: {runs['imitation'][-1]}", flush=True)
         weights, wall, steps = train(args.config, job, args.out, f"wm_seed{seed}")
         runs["world model"].append(evaluate(cfg, weights, args.eval_episodes, seed))
         cost["world model"].append((steps, wall))
         print(f"seed {seed} world model: {runs['world model'][-1]} ({wall:.0f} s)", flush=True)
-        if args.control:
-            control = [*job, "algorithm.advantage_dropout=1.0"]
-            weights, wall, steps = train(args.config, control, args.out, f"control_seed{seed}")
-            runs["no-advantage control"].append(evaluate(cfg, weights, args.eval_episodes, seed))
-            cost["no-advantage control"].append((steps, wall))
-            print(
-                f"seed {seed} no-advantage control: {runs['no-advantage control'][-1]} ({wall:.0f} s)",
-                flush=True,
-            )
+        for name in args.controls:
+            arm = f"control: {name}"
+            weights, wall, steps = train(args.config, [*job, CONTROLS[name]], args.out, f"{name}_seed{seed}")
+            runs[arm].append(evaluate(cfg, weights, args.eval_episodes, seed))
+            cost[arm].append((steps, wall))
+            print(f"seed {seed} {arm}: {runs[arm][-1]} ({wall:.0f} s)", flush=True)
         if not args.no_real_ppo:
             real = [*job, "env@env.train=metaworld_3tasks"]  # same envs, chunks, batches; real episodes
             weights, wall, steps = train(args.config, real, args.out, f"real_seed{seed}")
@@ -143,12 +143,11 @@ def main() -> None:
             print(
                 f"{n}: real-env steps during RL {c[0][0]} per run, wall time {np.mean([w for _, w in c]):.0f} s per run"
             )
-    for better, base in (("world model", "imitation"), ("world model", "no-advantage control")):
-        if runs[base]:
-            gain = [np.mean(list(a.values())) - np.mean(list(b.values())) for a, b in zip(runs[better], runs[base])]  # fmt: skip
-            print(
-                f"{better} - {base}: {100 * np.mean(gain):+.1f} ± {100 * np.std(gain):.1f} points (paired by seed)"
-            )
+    for base in ["imitation", *(f"control: {c}" for c in args.controls)]:
+        gain = [np.mean(list(a.values())) - np.mean(list(b.values())) for a, b in zip(runs["world model"], runs[base])]  # fmt: skip
+        print(
+            f"world model - {base}: {100 * np.mean(gain):+.1f} ± {100 * np.std(gain):.1f} points (paired by seed)"
+        )
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump({"args": vars(args), "overrides": overrides, "runs": runs, "cost": cost}, f, indent=1)

@@ -60,6 +60,9 @@ class AlgorithmConfig(Strict):
     # offline chunks (IL: RISE's data balance, offline share coef/(1+coef); RL: a BC term next to PPO)
     offline_data_path: str | None = None
     offline_data_coef: float = Field(0.0, ge=0.0)  # 0 disables; > 0 needs offline_data_path and pi0/pi05
+    # ablation: permute the advantages among this rank's chunks after normalising (same distribution,
+    # no link to what each chunk did): what remains of a gain is not the advantages' doing
+    shuffle_advantages: bool = False
     adv_type: Literal["gae", "grpo"] = "gae"
     loss_type: Literal["ppo"] = "ppo"
     reward_type: Literal["chunk_level", "action_level"] = "chunk_level"

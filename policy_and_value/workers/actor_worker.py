@@ -212,15 +212,19 @@ class ActorWorker(Worker):
         if algo.normalize_advantages:
             adv = normalize_advantages(adv, mask, group=dist.group.WORLD if self.group_ready else None)
         adv = adv * algo.advantage_scale
+        m = mask.bool()
+        while m.dim() < raw.dim():
+            m = m.unsqueeze(-1)
+        m = m.expand_as(raw)
+        if algo.shuffle_advantages:  # ablation: same values, handed to random chunks
+            adv = adv.clone()
+            valid = adv[m]
+            adv[m] = valid[torch.randperm(valid.numel(), generator=self.shuffle_gen).to(valid.device)]
         traj["advantages"], traj["returns"] = adv, ret
         if traj["values"] is None:
             traj["values"] = torch.zeros_like(ret)
         else:
             traj["values"] = traj["values"][:-1]
-        m = mask.bool()
-        while m.dim() < raw.dim():
-            m = m.unsqueeze(-1)
-        m = m.expand_as(raw)
         sel_adv, sel_ret = raw[m], ret[m]
         if sel_adv.numel() == 0:
             return {}

@@ -28,6 +28,9 @@ def test_shipped_quickstart_models_match_their_checksums_and_load():
     assert FrameScorer.from_pretrained(ASSETS / "reward_model") is not None
     resets = EpisodeDataset(str(ASSETS / "reset_episodes"))
     assert sorted(resets.tasks) == ["button-press-topdown-v3", "drawer-close-v3", "reach-v3"]
+    anchor = EpisodeDataset(str(ASSETS / "offline_episodes"))  # labelled, successes and failures
+    assert sorted(anchor.tasks) == sorted(resets.tasks) and "labels" in anchor.info
+    assert {e["success_once"] for e in anchor.entries} == {True, False}
 
 
 @pytest.mark.slow
@@ -67,7 +70,8 @@ def test_rl_release_on_each_placement(cluster, tmp_path):
     for key in (
         "env/reach-v3/return",
         "env/drawer-close-v3/return",
-        "train/actor/ratio",
+        "train/actor/fm_loss",  # rl_release is advantage-conditioned imitation, anchored offline
+        "train/actor/offline_fm_loss",
         "train/critic/value_loss",
     ):
         assert key in rows[0], key

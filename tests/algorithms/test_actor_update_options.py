@@ -1,5 +1,6 @@
-"""``algorithm.target_kl``: a PPO training step stops taking minibatches once the policy has moved
-further than this from the rollout policy (approx. KL), and says so in its metrics."""
+"""Options of the actor's update: ``algorithm.target_kl`` stops a PPO training step once the policy has
+moved further than this from the rollout policy (approx. KL); ``algorithm.shuffle_advantages`` (an
+ablation) hands the same advantages to random chunks."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def make_actor(*overrides: str) -> ActorWorker:
     cfg = load_config(
         "rl_release",
         [
-            "cluster=shared", "algorithm.critic_warmup_steps=0", "algorithm.update_epoch=4", f"algorithm.num_group_envs={ENVS}",
+            "cluster=shared", "algorithm.train_mode=RL", "algorithm.critic_warmup_steps=0", "algorithm.update_epoch=4", f"algorithm.num_group_envs={ENVS}",
             "algorithm.n_chunk_steps=1", "algorithm.rollout_epoch=1", "actor.global_batch_size=4",
             "actor.micro_batch_size=4", "actor.optim.lr=1e-2", *overrides,
         ],
@@ -68,3 +69,16 @@ def test_target_kl_stops_the_step_early(observations, target_kl):
     else:
         assert 2 <= steps < 16 and metrics["train/actor/kl_early_stop"] == 1.0
         assert metrics["train/actor/approx_kl"] > 0
+
+
+def test_shuffled_advantages_keep_their_values_not_their_chunks(observations):
+    """The ablation permutes the normalised advantages among the valid chunks: same values, other order."""
+    shard = one_step_shard(make_actor(), observations)
+    shard["rewards"] = torch.linspace(-1, 1, ENVS)[None]
+    plain, shuffled = make_actor(), make_actor("algorithm.shuffle_advantages=true")
+    a = dict(shard, values=shard["values"].clone())
+    b = dict(shard, values=shard["values"].clone())
+    plain._advantages(a)
+    shuffled._advantages(b)
+    assert torch.equal(a["advantages"].sort().values, b["advantages"].sort().values)
+    assert not torch.equal(a["advantages"], b["advantages"])
