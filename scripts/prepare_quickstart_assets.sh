@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Rebuild the quickstart's starting models from scratch and say how long each stage took:
-#   collect episodes -> reward model -> advantage labels -> imitation policy -> world model (VAE, denoiser)
+#   collect episodes -> reward model -> advantage labels -> imitation policy (+ a few of its labelled
+#   episodes as the offline anchor) -> world model (VAE, denoiser)
 #
 #   bash scripts/prepare_quickstart_assets.sh [OUT]        (default OUT: logs/quickstart_assets)
 #
@@ -51,6 +52,8 @@ stage "advantage labels" "$PY" -m reward_models.label --model-dir "$OUT/rm/model
 stage "imitation policy" "$PY" -m policy_and_value.offline.train_sft offline/sft_pi0_tiny \
   data.path="$OUT/episodes_labelled" data.success_only=false model.pi0.with_advantage_condition=true \
   output_dir="$OUT/sft" train.max_steps="$IL_STEPS"
+stage "offline anchor episodes" "$PY" -m toolkits.episodes.subset --data "$OUT/episodes_labelled" \
+  --out "$OUT/offline_episodes" --per-task 3 --failed-per-task 1
 stage "world model: VAE" "$PY" -m world_models.train data.path="$OUT/episodes" output_dir="$OUT/wm_vae" \
   train.vae_steps="$VAE_STEPS" train.dynamics_steps=0 train.batch_size=32
 stage "world model: denoiser" "$PY" -m world_models.train data.path="$OUT/episodes" output_dir="$OUT/wm" \
@@ -62,4 +65,4 @@ printf '  %s\n' "${STAGES[@]}"
 echo "run the quickstart on them:"
 echo "  bash scripts/run_embodiment.sh quickstart rollout.model_dir=$OUT/sft/policy \\"
 echo "    env.train.dynamics_model_config=$OUT/wm/model env.train.reward_model_config=$OUT/rm/model \\"
-echo "    env.train.dynamics_model_image_root=$OUT/reset_episodes"
+echo "    env.train.dynamics_model_image_root=$OUT/reset_episodes algorithm.offline_data_path=$OUT/offline_episodes"
