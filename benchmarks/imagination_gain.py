@@ -1,7 +1,7 @@
 """What world-model RL adds over imitation, measured in the real simulator.
 
     .venv/bin/python benchmarks/imagination_gain.py [--config rl_release] [--seeds 0 1 2] [--steps 30] \\
-        [--eval-episodes 50] [--no-real-ppo] [--controls withhold shuffle] [--out logs/imagination_gain] [key=value ...]
+        [--eval-episodes 50] [--no-real-ppo] [--controls withhold shuffle recorded] [--out logs/imagination_gain] [key=value ...]
 
 For each seed: the imitation policy (``rollout.model_dir`` of the config) is evaluated in Meta-World;
 then the config's job trains it for ``--steps`` steps in the world-model env (pure imagination: zero
@@ -10,8 +10,10 @@ same job with Meta-World as the training env (same envs, chunks and batch sizes,
 of policy updates) is trained and evaluated. ``--controls`` runs the world-model job again per control,
 to tell what the imagined advantages add over the rest of the update (offline anchor, self-imitation):
 ``withhold`` (IL only: ``algorithm.advantage_dropout=1``, every imagined chunk is imitated without an
-advantage bin) and ``shuffle`` (``algorithm.shuffle_advantages=true``: the same advantages handed to
-random chunks). Evaluation samples with the ODE from initial noise drawn
+advantage bin), ``shuffle`` (``algorithm.shuffle_advantages=true``: the same advantages handed to
+random chunks) and ``recorded`` (shuffled, and every imagined episode one chunk long, so the policy
+only ever acts on recorded frames: neither the imagined frames nor the rewards reach the update).
+Evaluation samples with the ODE from initial noise drawn
 after ``torch.manual_seed(seed)``, over ``--eval-episodes`` per task on layouts drawn from seed
 1000 + seed, so every policy of a seed sees the same layouts and noise draws. Prints success per task (mean and
 spread over seeds), real-env steps used during RL and wall time. Extra ``key=value`` arguments are
@@ -27,7 +29,11 @@ import time
 
 import numpy as np
 
-CONTROLS = {"withhold": "algorithm.advantage_dropout=1.0", "shuffle": "algorithm.shuffle_advantages=true"}
+CONTROLS = {  # overrides of each control arm ({chunk}: env.train.num_action_chunks)
+    "withhold": ["algorithm.advantage_dropout=1.0"],
+    "shuffle": ["algorithm.shuffle_advantages=true"],
+    "recorded": ["algorithm.shuffle_advantages=true", "env.train.max_episode_steps={chunk}"],
+}
 
 
 def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, float]:
@@ -116,7 +122,8 @@ def main() -> None:
         print(f"seed {seed} world model: {runs['world model'][-1]} ({wall:.0f} s)", flush=True)
         for name in args.controls:
             arm = f"control: {name}"
-            weights, wall, steps = train(args.config, [*job, CONTROLS[name]], args.out, f"{name}_seed{seed}")
+            control = [o.format(chunk=cfg.env.train.num_action_chunks) for o in CONTROLS[name]]
+            weights, wall, steps = train(args.config, [*job, *control], args.out, f"{name}_seed{seed}")
             runs[arm].append(evaluate(cfg, weights, args.eval_episodes, seed))
             cost[arm].append((steps, wall))
             print(f"seed {seed} {arm}: {runs[arm][-1]} ({wall:.0f} s)", flush=True)
