@@ -1,7 +1,11 @@
-"""Checks of the models shipped under assets/ (each folder lists its files in SHA256SUMS)."""
+"""Checks of the models shipped under assets/ (each folder lists its files in SHA256SUMS), and builders
+that tests share on top of them."""
 
 import hashlib
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+QUICKSTART_TASKS = ("reach-v3", "drawer-close-v3", "button-press-topdown-v3")
 
 
 def assert_matches_sha256sums(root: Path) -> int:
@@ -11,3 +15,19 @@ def assert_matches_sha256sums(root: Path) -> int:
         digest, name = line.split()
         assert hashlib.sha256((root / name).read_bytes()).hexdigest() == digest, name
     return len(lines)
+
+
+def shipped_policy_actor(*overrides: str):
+    """A single-rank actor worker of ``rl_release`` (with ``overrides``) on the shipped imitation policy:
+    2 views of 64x64, the full 39-dim state, chunks of 4 actions of the quickstart's three tasks."""
+    from policy_and_value.config import load_config
+    from policy_and_value.envs.base import EnvSpec
+    from policy_and_value.workers.actor_worker import ActorWorker
+
+    cfg = load_config(
+        "rl_release", [f"rollout.model_dir={REPO / 'assets' / 'quickstart' / 'policy'}", *overrides]
+    )
+    spec = EnvSpec(
+        action_dim=4, num_action_chunks=4, state_dim=39, image_shape=(2, 64, 64), tasks=QUICKSTART_TASKS
+    )
+    return ActorWorker(0, 1, 1, cfg, spec)

@@ -4,35 +4,25 @@ ablation) hands the same advantages to random chunks."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 
-from policy_and_value.config import load_config
-from policy_and_value.envs.base import EnvSpec
 from policy_and_value.offline.dataset import ChunkDataset
 from policy_and_value.workers.actor_worker import ActorWorker
+from tests.assets import REPO, shipped_policy_actor
 from toolkits.episodes import EpisodeDataset
 
-REPO = Path(__file__).resolve().parents[2]
-TASKS = ("reach-v3", "drawer-close-v3", "button-press-topdown-v3")
 ENVS = 16
 
 
 def make_actor(*overrides: str) -> ActorWorker:
     """A PPO actor on the shipped imitation policy (rl_release), 16 samples per step in minibatches of 4."""
-    cfg = load_config(
-        "rl_release",
-        [
-            "cluster=shared", "algorithm.train_mode=RL", "algorithm.critic_warmup_steps=0", "algorithm.update_epoch=4", f"algorithm.num_group_envs={ENVS}",
-            "algorithm.n_chunk_steps=1", "algorithm.rollout_epoch=1", "actor.global_batch_size=4",
-            "actor.micro_batch_size=4", "actor.optim.lr=1e-2", *overrides,
-        ],
+    return shipped_policy_actor(
+        "cluster=shared", "algorithm.train_mode=RL", "algorithm.critic_warmup_steps=0", "algorithm.update_epoch=4",
+        f"algorithm.num_group_envs={ENVS}", "algorithm.n_chunk_steps=1", "algorithm.rollout_epoch=1",
+        "actor.global_batch_size=4", "actor.micro_batch_size=4", "actor.optim.lr=1e-2", *overrides,
     )  # fmt: skip
-    spec = EnvSpec(action_dim=4, num_action_chunks=4, state_dim=39, image_shape=(2, 64, 64), tasks=TASKS)
-    return ActorWorker(0, 1, 1, cfg, spec)
 
 
 @pytest.fixture(scope="module")

@@ -10,33 +10,23 @@ import numpy as np
 import pytest
 import torch
 
-from policy_and_value.config import load_config
-from policy_and_value.envs.base import EnvSpec
 from policy_and_value.offline.anchor import OfflineAnchor
 from policy_and_value.offline.train_sft import heldout_loss
 from policy_and_value.workers.actor_worker import ActorWorker
+from tests.assets import QUICKSTART_TASKS, REPO, shipped_policy_actor
 from toolkits.episodes import Episode, EpisodeWriter
 
-REPO = Path(__file__).resolve().parents[2]
 RESET_EPISODES = str(REPO / "assets" / "quickstart" / "reset_episodes")  # expert episodes, 3 tasks
-TASKS = ["reach-v3", "drawer-close-v3", "button-press-topdown-v3"]
+TASKS = list(QUICKSTART_TASKS)
 CAMERAS = ["corner", "gripperPOV"]
 
 
 def make_actor(coef: float) -> ActorWorker:
     """An IL actor on the shipped imitation policy (rl_release), with the anchor at weight ``coef``."""
-    cfg = load_config(
-        "rl_release",
-        [
-            "algorithm.train_mode=IL", "algorithm.advantage_dropout=0", f"algorithm.offline_data_coef={coef}",
-            f"algorithm.offline_data_path={RESET_EPISODES}", "actor.optim.lr=3e-4",
-            f"rollout.model_dir={REPO / 'assets' / 'quickstart' / 'policy'}",
-        ],
+    return shipped_policy_actor(
+        "algorithm.train_mode=IL", "algorithm.advantage_dropout=0", f"algorithm.offline_data_coef={coef}",
+        f"algorithm.offline_data_path={RESET_EPISODES}", "actor.optim.lr=3e-4",
     )  # fmt: skip
-    spec = EnvSpec(
-        action_dim=4, num_action_chunks=4, state_dim=39, image_shape=(2, 64, 64), tasks=tuple(TASKS)
-    )
-    return ActorWorker(0, 1, 1, cfg, spec)
 
 
 @pytest.fixture(scope="module")
