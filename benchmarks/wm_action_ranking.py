@@ -126,13 +126,12 @@ def policy_chunk(
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman rank correlation (nan when either side is all tied)."""
-    from scipy.stats import rankdata
+    """Spearman rank correlation (nan, without scipy's warning, when either side is all tied)."""
+    from scipy.stats import spearmanr
 
-    ra, rb = rankdata(a), rankdata(b)
-    if ra.std() == 0 or rb.std() == 0:
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
         return float("nan")
-    return float(np.corrcoef(ra, rb)[0, 1])
+    return float(spearmanr(a, b).statistic)
 
 
 def mean_finite(values: list[float]) -> float:
