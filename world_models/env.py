@@ -20,13 +20,13 @@ import numpy as np
 import torch
 
 from policy_and_value.config.schema import EnvConfig
-from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation
+from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation, assign_tasks
 from policy_and_value.envs.metaworld_tasks import select_state
 from world_models.dynamics_config import frame_offsets
 
 
 class WorldModelEnv(BatchedEnv):
-    """``num_envs`` imagined environments over ``cfg.tasks`` (round-robin by global env index)."""
+    """``num_envs`` imagined environments over ``cfg.tasks`` (round-robin over env groups: ``assign_tasks``)."""
 
     def __init__(
         self,
@@ -71,7 +71,7 @@ class WorldModelEnv(BatchedEnv):
         self.chunk = cfg.num_action_chunks
         self.action_dim = dcfg.action_dim
         self.tasks = list(cfg.tasks)
-        self.task_ids = np.array([(rank * num_envs + i) % len(self.tasks) for i in range(num_envs)])
+        self.task_ids = assign_tasks(num_envs, len(self.tasks), rank, cfg.group_size)
         # episodes to reset from, per task, held in memory (frames of the model's views)
         data = EpisodeDataset(cfg.dynamics_model_image_root, tasks=self.tasks)
         self._episodes: dict[int, list[dict[str, Any]]] = {t: [] for t in range(len(self.tasks))}
@@ -127,15 +127,9 @@ class WorldModelEnv(BatchedEnv):
         self, env_ids: torch.Tensor | None = None, reset_state_ids: torch.Tensor | None = None
     ) -> tuple[Observation, dict]:
         ids = np.arange(self.num_envs) if env_ids is None else np.asarray(env_ids).reshape(-1)
-        for k, i in enumerate(ids):
-            eps = self._episodes[int(self.task_ids[i])]
-            if reset_state_ids is not None:
-                e = int(np.asarray(reset_state_ids).reshape(-1)[k]) % len(eps)
-            else:
-                e = int(self._rng.integers(len(eps)))
-            ep = eps[e]
-            last = len(ep["images"]) - 1
-            start = 0 if self.cfg.reset_mode == "episode_start" else int(self._rng.integers(0, max(1, last)))
+        draws = self._start_draws(ids, reset_state_ids)
+        for i, (e, start) in zip(ids, draws, strict=True):
+            ep = self._episodes[int(self.task_ids[i])][e]
             frames = [max(0, start - self.history_frames + 1 + j) for j in range(self.history_frames)]
             self._history[i] = ep["images"][frames]
             self._state[i] = ep["state"][start]
@@ -151,6 +145,24 @@ class WorldModelEnv(BatchedEnv):
             for i in ids:
                 self.video.start(int(i), self._history[i, -1], float(self._progress[i]))
         return self._obs(), {"reset_state_ids": torch.as_tensor(self._episode_ids.copy())}
+
+    def _start_draws(self, ids: np.ndarray, reset_state_ids: torch.Tensor | None) -> list[tuple[int, int]]:
+        """(reset episode, start frame) of each env in ``ids``: given episodes or random ones; with
+        ``use_fixed_reset_state_ids`` the ``group_size`` envs of a group share one draw (GRPO compares
+        their action samples from one imagined start)."""
+        g = self.cfg.group_size if self.cfg.use_fixed_reset_state_ids and reset_state_ids is None else 1
+        given = None if reset_state_ids is None else np.asarray(reset_state_ids).reshape(-1)
+        per_group: dict[int, tuple[int, int]] = {}
+        out = []
+        for k, i in enumerate(ids):
+            if int(i) // g not in per_group:
+                eps = self._episodes[int(self.task_ids[i])]
+                e = int(given[k]) % len(eps) if given is not None else int(self._rng.integers(len(eps)))
+                last = len(eps[e]["images"]) - 1
+                keyframe = self.cfg.reset_mode == "keyframe"
+                per_group[int(i) // g] = (e, int(self._rng.integers(0, max(1, last))) if keyframe else 0)
+            out.append(per_group[int(i) // g])
+        return out
 
     @torch.no_grad()
     def chunk_step(

@@ -1,6 +1,11 @@
 """RL algorithms: advantage estimators, PPO losses, LR schedules and the optimiser."""
 
-from policy_and_value.algorithms.advantages import compute_gae, compute_grpo, normalize_advantages
+from policy_and_value.algorithms.advantages import (
+    compute_gae,
+    compute_grpo,
+    group_returns,
+    normalize_advantages,
+)
 from policy_and_value.algorithms.losses import (
     broadcast_to_logprob,
     explained_variance,
@@ -17,6 +22,7 @@ __all__ = [
     "build_scheduler",
     "compute_gae",
     "compute_grpo",
+    "group_returns",
     "explained_variance",
     "get_advantage_fn",
     "masked_mean",

@@ -45,16 +45,20 @@ def compute_grpo(
     Consecutive ``group_size`` envs share a reset state; the advantage is broadcast to the env's
     valid steps (``loss_mask``) and 0 elsewhere.
     """
+    grouped = group_returns(rewards, loss_mask, group_size)
+    normed = (grouped - grouped.mean(1, keepdim=True)) / (grouped.std(1, unbiased=False, keepdim=True) + eps)
+    return normed.reshape(-1).unsqueeze(0) * loss_mask.to(normed.dtype)
+
+
+def group_returns(rewards: torch.Tensor, loss_mask: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Each env's episode return (its rewards over valid steps), as [B // group_size, group_size]."""
     if rewards.dim() == 3:
         rewards = rewards.sum(-1)
-    mask = loss_mask.to(rewards.dtype)
-    returns = (rewards * mask).sum(0)  # [B]
+    returns = (rewards * loss_mask.to(rewards.dtype)).sum(0)  # [B]
     B = returns.shape[0]
     if B % group_size:
         raise ValueError(f"algorithm.group_size={group_size}: must divide the {B} envs of the batch")
-    grouped = returns.view(B // group_size, group_size)
-    normed = (grouped - grouped.mean(1, keepdim=True)) / (grouped.std(1, unbiased=False, keepdim=True) + eps)
-    return normed.reshape(B).unsqueeze(0) * mask
+    return returns.view(B // group_size, group_size)
 
 
 def _expand_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

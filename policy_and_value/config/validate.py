@@ -307,6 +307,12 @@ def _check_batches(cfg: JobConfig, ranks: dict[str, int]) -> None:
             "env.train.num_envs", cfg.env.train.num_envs,
             f"num_envs x rollout_epoch = {columns} must be divisible by the {ranks['actor']} actor ranks",
         )  # fmt: skip
+    if algo.adv_type == "grpo" and (columns // ranks["actor"]) % algo.group_size:
+        raise config_error(
+            "algorithm.group_size", algo.group_size,
+            f"must divide the {columns // ranks['actor']} env columns each of the {ranks['actor']} actor ranks "
+            "trains on (a GRPO group cannot be split between ranks)",
+        )  # fmt: skip
 
 
 def _check_algorithm(cfg: JobConfig) -> None:

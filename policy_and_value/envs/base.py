@@ -11,6 +11,7 @@ import abc
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 # Observation keys (all batched over N envs):
@@ -24,6 +25,12 @@ Observation = dict[str, Any]
 # finished envs only, plus their indices:
 #   "env_ids" int64 [K], "success_once" bool [K], "return" float32 [K], "episode_len" int64 [K]
 EPISODE_KEYS = ("success_once", "return", "episode_len")
+
+
+def assign_tasks(num_envs: int, num_tasks: int, rank: int = 0, group_size: int = 1) -> np.ndarray:
+    """Task index of each of a worker's envs: tasks go round-robin over the global groups of
+    ``group_size`` consecutive envs, so the envs of one GRPO group (one shared start) share a task."""
+    return (rank * num_envs + np.arange(num_envs)) // group_size % num_tasks
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from policy_and_value.config.schema import EnvConfig  # noqa: E402
-from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation  # noqa: E402
+from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation, assign_tasks  # noqa: E402
 from policy_and_value.envs.metaworld_tasks import (  # noqa: E402
     FULL_STATE_DIM,
     MT50_TASKS,
@@ -59,7 +59,7 @@ def _make_task_env(task: str, benchmark_seed: int) -> tuple[Any, list]:
 
 
 class MetaWorldEnv(BatchedEnv):
-    """``num_envs`` Meta-World envs over ``cfg.tasks`` (round-robin by global env index)."""
+    """``num_envs`` Meta-World envs over ``cfg.tasks`` (round-robin over env groups: ``assign_tasks``)."""
 
     def __init__(self, cfg: EnvConfig, num_envs: int, seed: int, rank: int = 0, video_dir: str | None = None):
         for t in cfg.tasks:
@@ -71,7 +71,7 @@ class MetaWorldEnv(BatchedEnv):
         self.tasks = list(cfg.tasks)
         self.action_dim = 4
         self.rng = np.random.default_rng(seed)
-        self.task_ids = np.array([(rank * num_envs + i) % len(self.tasks) for i in range(num_envs)])
+        self.task_ids = assign_tasks(num_envs, len(self.tasks), rank, cfg.group_size)
         self.envs, self.layouts = [], []
         for i in range(num_envs):
             env, layouts = _make_task_env(self.tasks[self.task_ids[i]], benchmark_seed=0)

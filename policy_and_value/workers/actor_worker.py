@@ -25,6 +25,7 @@ from policy_and_value.algorithms import (
     compute_gae,
     compute_grpo,
     explained_variance,
+    group_returns,
     normalize_advantages,
     ppo_policy_loss,
     value_loss,
@@ -201,13 +202,17 @@ class ActorWorker(Worker):
     def _advantages(self, traj: dict[str, Any]) -> dict[str, float]:
         algo = self.cfg.algorithm
         mask = traj["loss_mask"]
+        spread: dict[str, float] = {}
         if algo.adv_type == "gae":
             adv, ret = compute_gae(
                 traj["rewards"], traj["values"], traj["dones"], algo.gamma, algo.gae_lambda
             )
         else:
             adv = compute_grpo(traj["rewards"], mask, algo.group_size)
-            ret = torch.zeros_like(adv)
+            grouped = group_returns(traj["rewards"], mask, algo.group_size)
+            ret = grouped.reshape(1, -1) * mask.to(grouped.dtype)  # each step: its episode's return
+            # how much the actions of one start differ in outcome: ~0 means GRPO normalises noise
+            spread["rollout/group_return_std"] = float(grouped.std(1, unbiased=False).mean())
         raw = adv
         if algo.normalize_advantages:
             adv = normalize_advantages(adv, mask, group=dist.group.WORLD if self.group_ready else None)
@@ -235,6 +240,7 @@ class ActorWorker(Worker):
             "rollout/returns_mean": float(sel_ret.mean()),
             "rollout/returns_max": float(sel_ret.max()),
             "rollout/returns_min": float(sel_ret.min()),
+            **spread,
         }
 
     def _minibatch_step(

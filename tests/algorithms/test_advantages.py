@@ -7,7 +7,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from policy_and_value.algorithms import compute_gae, compute_grpo, normalize_advantages
+from policy_and_value.algorithms import compute_gae, compute_grpo, group_returns, normalize_advantages
 
 
 def _reference_gae(rewards, values, dones, gamma, lam):
@@ -57,6 +57,9 @@ def test_grpo_normalises_within_groups_and_masks():
     # group 0 returns (2, 0): +1/-1; group 1 returns (2, 6): -1/+1
     assert torch.allclose(adv[0], torch.tensor([1.0, -1.0, -1.0, 1.0]), atol=1e-4)
     assert adv[2, 0] == 0 and adv[2, 3] == 0 and adv[2, 1] == pytest.approx(-1.0, abs=1e-4)
+    assert group_returns(rewards, mask, 2).tolist() == [[2.0, 0.0], [2.0, 6.0]]
+    with pytest.raises(ValueError, match="algorithm.group_size=3"):
+        group_returns(rewards, mask, 3)
 
 
 def test_normalize_single_process_masked():

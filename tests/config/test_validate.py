@@ -214,6 +214,11 @@ BAD = [
     ("ppo_metaworld", ["env.train.image_size=4"], ["env.train.image_size=4"]),
     ("grpo_metaworld", ["env.train.auto_reset=true"], ["env.train.auto_reset=True", "grpo"]),
     ("grpo_metaworld", ["env.train.use_fixed_reset_state_ids=false"], ["use_fixed_reset_state_ids", "grpo"]),
+    (
+        "grpo_metaworld",
+        ["cluster=partial_sharing", "env.train.num_envs=4"],
+        ["algorithm.group_size=4", "2 env columns each of the 2 actor ranks"],
+    ),
     ("no_such_config", [], ["CONFIG='no_such_config'", "ppo_gym_cartpole"]),
     ("ppo_gym_cartpole", ["algorithm.train_mode=IL"], ["algorithm.train_mode='IL'", "pi0 or pi05"]),
     (

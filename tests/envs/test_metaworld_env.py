@@ -6,6 +6,7 @@ import torch
 
 from policy_and_value.config.schema import EnvConfig, VideoConfig
 from policy_and_value.envs import make_env
+from policy_and_value.envs.base import assign_tasks
 from policy_and_value.envs.metaworld_tasks import PROMPTS
 
 pytestmark = pytest.mark.slow
@@ -77,13 +78,15 @@ def test_truncation_auto_reset_and_episode_info():
 
 def test_fixed_reset_states_are_shared_within_groups():
     env = make_env(
-        _cfg(tasks=["reach-v3"], use_images=False, use_fixed_reset_state_ids=True, group_size=2), 4, seed=3
-    )
+        _cfg(tasks=["reach-v3", "push-v3"], use_images=False, use_fixed_reset_state_ids=True, group_size=2),
+        4, seed=3,
+    )  # fmt: skip
     try:
         obs, info = env.reset()
         ids = info["reset_state_ids"].tolist()
         assert ids[0] == ids[1] and ids[2] == ids[3]
-        assert torch.equal(obs["state"][0], obs["state"][1])
+        assert obs["task_id"].tolist() == [0, 0, 1, 1]  # a group is one task, so one start
+        assert torch.equal(obs["state"][0], obs["state"][1]) and torch.equal(obs["state"][2], obs["state"][3])
         obs, info = env.reset(reset_state_ids=torch.tensor([7, 7, 7, 7]))
         assert info["reset_state_ids"].tolist() == [7, 7, 7, 7]
     finally:
@@ -130,3 +133,9 @@ def test_videos_are_written_per_episode(tmp_path):
     frames = imageio.mimread(files[0])
     assert len(frames) == 13  # first frame + 12 steps
     assert np.asarray(frames[0]).shape[1] >= 128
+
+
+def test_tasks_go_round_robin_over_groups():
+    assert assign_tasks(6, 3).tolist() == [0, 1, 2, 0, 1, 2]
+    assert assign_tasks(6, 3, group_size=2).tolist() == [0, 0, 1, 1, 2, 2]
+    assert assign_tasks(4, 3, rank=1, group_size=2).tolist() == [2, 2, 0, 0]  # global groups 2 and 3

@@ -111,6 +111,27 @@ def test_keyframe_resets_start_along_the_episodes(episodes, model_dirs):
     assert len(starts) > 3  # not only episode starts
 
 
+def test_groups_share_one_imagined_start(episodes, model_dirs):
+    cfg = _cfg(episodes, model_dirs, reset_mode="keyframe", use_fixed_reset_state_ids=True, group_size=2)
+    env = make_env(cfg, 4, seed=0)
+    starts = set()
+    for _ in range(3):
+        obs, info = env.reset()
+        assert obs["task_id"].tolist() == [0, 0, 1, 1]
+        for a, b in ((0, 1), (2, 3)):
+            assert torch.equal(obs["images"][a], obs["images"][b]) and torch.equal(
+                obs["state"][a], obs["state"][b]
+            )
+            assert info["reset_state_ids"][a] == info["reset_state_ids"][b]
+        starts.add(obs["images"][0].numpy().tobytes())
+        # the same actions from one start imagine the same frames; the group's envs differ by actions only
+        acts = _actions(4)
+        acts[1] = acts[0]
+        frames = env.chunk_step(acts)[0]["images"]
+        assert torch.equal(frames[0], frames[1]) and not torch.equal(frames[2], frames[3])
+    assert len(starts) > 1  # groups draw new starts on each reset
+
+
 def test_prediction_videos_show_real_frames_when_replaying(episodes, model_dirs, tmp_path):
     out = tmp_path / "wm_pred"
     cfg = _cfg(episodes, model_dirs, visualize_wm_pred=True, dynamics_model_output_path=str(out))
