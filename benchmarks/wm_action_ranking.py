@@ -24,9 +24,13 @@ against the recorded states K chunks later (printed). From each start every cand
 Candidates: ``recorded`` (the episode's own actions), ``noise S`` (recorded + N(0, S) per ``--sigmas``),
 ``policy`` (the ``--policy-dir`` imitation policy's deterministic ODE actions, chunk by chunk from the
 imagined observations in imagination and from the real ones in Meta-World, with the same initial noise
-on both sides), ``zero`` and ``random`` (uniform); all clipped to [-1, 1].
+on both sides), ``sample J`` (``--policy-samples``: the policy's stochastic flow-SDE samples at
+``--noise-level``, as a training rollout draws them, J-th noise draw, again the same on both sides),
+``zero`` and ``random`` (uniform); all clipped to [-1, 1].
 
-One pair of tables per horizon K (``--horizons``). The first gives, per task and candidate, the mean
+One pair of tables per horizon K (``--horizons``), and with ``--policy-samples`` a third: the agreement
+among the policy's samples only, i.e. whether the imagined returns GRPO compares within a group (one
+start, several samples of the policy) order those samples as the real outcomes do. The first gives, per task and candidate, the mean
 ``imag`` and ``real`` scores and Meta-World's outcomes (``start frame``: the reward model's score of the
 start frame, for reference). The second gives the agreement between imagination and reality per task:
 
@@ -83,18 +87,27 @@ class Timer:
     sim: float = 0.0
 
 
-def candidate_names(sigmas: list[float], with_policy: bool) -> list[str]:
+def candidate_names(sigmas: list[float], with_policy: bool, samples: int = 0) -> list[str]:
     """The candidates, in table order."""
-    policy = ["policy"] if with_policy else []
+    policy = ["policy", *(f"sample {j + 1}" for j in range(samples))] if with_policy else []
     return ["recorded", *(f"noise {s:g}" for s in sigmas), *policy, "zero", "random"]
+
+
+def policy_mode(name: str) -> tuple[str, int] | None:
+    """(predict mode, noise draw) of a policy-driven candidate; None for open-loop ones."""
+    if name == "policy":
+        return "eval", 0
+    if name.startswith("sample "):
+        return "train", int(name.split()[1])
+    return None
 
 
 def candidate_actions(recorded: np.ndarray, names: list[str], rng: np.random.Generator) -> np.ndarray:
     """Open-loop actions [len(names), L, A] of every candidate from recorded actions [L, A] (the policy's
-    row is a placeholder: it is chosen chunk by chunk)."""
+    rows are placeholders: they are chosen chunk by chunk)."""
     out = []
     for name in names:
-        if name == "recorded" or name == "policy":
+        if name == "recorded" or policy_mode(name) is not None:
             a = recorded
         elif name.startswith("noise "):
             a = recorded + rng.normal(0.0, float(name.split()[1]), recorded.shape)
@@ -113,14 +126,21 @@ def policy_seed(*keys: int) -> int:
 
 @torch.no_grad()
 def policy_chunk(
-    policy: Any, images: torch.Tensor, state: torch.Tensor, prompts: list[str], seed: int, timer: Timer
+    policy: Any,
+    images: torch.Tensor,
+    state: torch.Tensor,
+    prompts: list[str],
+    seed: int,
+    timer: Timer,
+    mode: str = "eval",
 ) -> torch.Tensor:
-    """The policy's deterministic (ODE) chunk [N, C, A] for frames [N, V, H, W, 3] and states [N, S]."""
+    """The policy's chunk [N, C, A] for frames [N, V, H, W, 3] and states [N, S]: deterministic (ODE) in
+    ``mode="eval"``, a flow-SDE sample in ``"train"``."""
     start = time.time()
-    torch.manual_seed(seed)  # the initial noise of the ODE
+    torch.manual_seed(seed)  # the initial noise (and the SDE's noise)
     obs = {"images": images, "state": state.float(), "prompt": prompts,
            "task_id": torch.zeros(len(prompts), dtype=torch.long)}  # fmt: skip
-    actions = policy.predict(obs, mode="eval").actions.float().cpu().clamp(-1, 1)
+    actions = policy.predict(obs, mode=mode).actions.float().cpu().clamp(-1, 1)
     timer.policy += time.time() - start
     return actions
 
@@ -265,20 +285,43 @@ def print_tables(
           f"{'within r':>10}{'rm~MW':>8}{'imag~MW':>9}")  # fmt: skip
     for name in [*tasks, "all"]:
         m = np.ones(len(res["task"]), bool) if name == "all" else res["task"] == name
-        imag, real, reward = res["imag"][m], res["real"][m], res["reward"][m]
-        rho = mean_finite([spearman(a, b) for a, b in zip(imag, real, strict=True)])
-        rm_mw = mean_finite([spearman(a, b) for a, b in zip(real, reward, strict=True)])
-        imag_mw = mean_finite([spearman(a, b) for a, b in zip(imag, reward, strict=True)])
-        agree = [pair_agreement(a, b, gap) for a, b in zip(imag, real, strict=True)]
-        pairs = sum(p for _, p in agree)
-        acc = sum(a for a, _ in agree) / pairs if pairs else float("nan")
-        pearson = np.corrcoef(imag.ravel(), real.ravel())[0, 1]
-        centred = [(x - x.mean(1, keepdims=True)).ravel() for x in (imag, real)]
-        within = np.corrcoef(*centred)[0, 1]
+        a = agreement(res["imag"][m], res["real"][m], res["reward"][m], gap)
         print(
-            f"{name:<26}{int(m.sum()):>7}{rho:10.3f}{acc:10.3f}{pairs:>9}{pearson:9.3f}"
-            f"{within:10.3f}{rm_mw:8.3f}{imag_mw:9.3f}"
+            f"{name:<26}{int(m.sum()):>7}{a['spearman']:10.3f}{a['pair acc']:10.3f}{a['pairs']:>9}"
+            f"{a['pearson']:9.3f}{a['within r']:10.3f}{a['rm~MW']:8.3f}{a['imag~MW']:9.3f}"
         )
+    samples = [c for c, cand in enumerate(names) if cand.startswith("sample ")]
+    if len(samples) < 2:
+        return
+    print(f"\namong the {len(samples)} policy samples only (a GRPO group in imagination); spread: std of the "
+          f"scores within a start, averaged")  # fmt: skip
+    print(f"{'task':<26}{'starts':>7}{'spearman':>10}{'pair acc':>10}{'(pairs)':>9}{'within r':>10}"
+          f"{'imag spread':>13}{'real spread':>13}{'succ spread':>13}")  # fmt: skip
+    for name in [*tasks, "all"]:
+        m = np.ones(len(res["task"]), bool) if name == "all" else res["task"] == name
+        imag, real = res["imag"][m][:, samples], res["real"][m][:, samples]
+        a = agreement(imag, real, res["reward"][m][:, samples], gap)
+        succ = res["success_any"][m][:, samples].astype(float)
+        print(
+            f"{name:<26}{int(m.sum()):>7}{a['spearman']:10.3f}{a['pair acc']:10.3f}{a['pairs']:>9}"
+            f"{a['within r']:10.3f}{imag.std(1).mean():13.4f}{real.std(1).mean():13.4f}{succ.std(1).mean():13.3f}"
+        )
+
+
+def agreement(imag: np.ndarray, real: np.ndarray, reward: np.ndarray, gap: float) -> dict[str, Any]:
+    """How imagined scores [starts, candidates] agree with real ones (see the module docstring)."""
+    agree = [pair_agreement(a, b, gap) for a, b in zip(imag, real, strict=True)]
+    pairs = sum(p for _, p in agree)
+    centred = [(x - x.mean(1, keepdims=True)).ravel() for x in (imag, real)]
+    return {
+        "spearman": mean_finite([spearman(a, b) for a, b in zip(imag, real, strict=True)]),
+        "pair acc": sum(a for a, _ in agree) / pairs if pairs else float("nan"),
+        "pairs": pairs,
+        "pearson": np.corrcoef(imag.ravel(), real.ravel())[0, 1],
+        "within r": np.corrcoef(*centred)[0, 1],
+        "rm~MW": mean_finite([spearman(a, b) for a, b in zip(real, reward, strict=True)]),
+        "imag~MW": mean_finite([spearman(a, b) for a, b in zip(imag, reward, strict=True)]),
+    }
 
 
 @dataclass
@@ -299,19 +342,19 @@ def chooser(setup: Setup, group: list[Start], keys: tuple[int, ...]) -> Any:
     """``act(i, frames, state, planned)`` for the rows of ``group`` x candidates: the planned chunk, with
     the policy's own chunk in its rows (the same initial noise in imagination and in Meta-World)."""
     n = len(setup.names)
-    rows = (
-        torch.tensor([c == setup.names.index("policy") for _ in group for c in range(n)])
-        if setup.policy
-        else None
-    )
+    driven = [(c, policy_mode(name)) for c, name in enumerate(setup.names) if policy_mode(name)]
     prompts = [s.prompt for s in group]
 
     def act(i: int, frames: torch.Tensor, state: Any, planned: torch.Tensor) -> torch.Tensor:
-        if rows is None:
+        if setup.policy is None:
             return planned
         out = planned.clone()
-        seed = policy_seed(setup.seed, *keys, i)
-        out[rows] = policy_chunk(setup.policy, frames[rows], state[rows], prompts, seed, setup.timer)
+        for c, (mode, draw) in driven:
+            rows = torch.tensor([col == c for _ in group for col in range(n)])
+            seed = policy_seed(setup.seed, *keys, i, *([draw] if draw else []))  # ODE: as before samples
+            out[rows] = policy_chunk(
+                setup.policy, frames[rows], state[rows], prompts, seed, setup.timer, mode
+            )
         return out
 
     return act
@@ -365,6 +408,10 @@ def main() -> None:
     p.add_argument("--model-dir", required=True, help="dynamics model directory")
     p.add_argument("--reward-model-dir", required=True)
     p.add_argument("--policy-dir", default=None, help="imitation policy directory (the 'policy' candidate)")
+    p.add_argument("--policy-samples", type=int, default=0, help="stochastic policy candidates (sample J)")
+    p.add_argument(
+        "--noise-level", type=float, default=0.1, help="flow-SDE noise of the samples (rl_release)"
+    )
     p.add_argument("--horizons", type=int, nargs="+", default=[1, 5], help="chunks K per candidate")
     p.add_argument("--stride", type=int, default=16, help="steps between starts along an episode")
     p.add_argument("--max-episodes", type=int, default=48, help="the first N episodes of DATA")
@@ -387,11 +434,15 @@ def main() -> None:
     model = DynamicsModel.from_pretrained(args.model_dir, device=args.device)
     scorer = FrameScorer.from_pretrained(args.reward_model_dir, device=args.device)
     cfg, chunk = model.cfg, model.cfg.action_chunk
+    if args.policy_samples and not args.policy_dir:
+        raise SystemExit(f"--policy-samples={args.policy_samples}: needs --policy-dir (the policy to sample)")
     policy = None
     if args.policy_dir:
         from policy_and_value.models.pi0 import from_pretrained
 
-        policy = from_pretrained(args.policy_dir, device=args.device).eval()
+        policy = from_pretrained(
+            args.policy_dir, device=args.device, noise_method="flow_sde", noise_level=args.noise_level
+        ).eval()
         if policy.num_action_chunks != chunk:
             raise SystemExit(f"the policy acts in chunks of {policy.num_action_chunks}, the model of {chunk}")
         if not cfg.predict_state or cfg.state_dim != policy.cfg.state_dim:
@@ -404,7 +455,7 @@ def main() -> None:
                          f"{cfg.image_size} px")  # fmt: skip
     noise = torch.randn((1, *model.noise_shape()), generator=torch.Generator().manual_seed(args.seed))
     setup = Setup(
-        model, scorer, policy, candidate_names(args.sigmas, policy is not None),
+        model, scorer, policy, candidate_names(args.sigmas, policy is not None, args.policy_samples),
         "proprio" if cfg.state_dim == PROPRIO_DIM else "full",
         {"noise": noise, "num_inference_steps": args.num_inference_steps}, args.seed, Timer(),
     )  # fmt: skip
