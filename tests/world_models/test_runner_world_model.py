@@ -70,3 +70,25 @@ def test_advantage_conditioned_imitation_on_imagined_chunks(episodes, model_dirs
     assert [r["step"] for r in resumed] == [2]
     untimed = [{k: v for k, v in r.items() if not k.startswith("time/")} for r in (rows[1], resumed[0])]
     assert untimed[0] == untimed[1]
+
+
+def test_grpo_compares_samples_from_shared_imagined_starts(episodes, model_dirs, tmp_path):
+    """``rl_release_grpo``'s recipe on tiny models: groups of imagined envs share a start, GRPO turns
+    their episode returns (progress gained) into the IL bins, and the within-group spread is logged."""
+    dyn, reward = model_dirs
+    overrides = [
+        "env.train.tasks=[reach-v3,push-v3]", f"env.train.dynamics_model_config={dyn}",
+        f"env.train.dynamics_model_image_root={episodes}", f"env.train.reward_model_config={reward}",
+        f"algorithm.offline_data_path={episodes}", "env.train.image_size=32", "~env.eval", "cluster=shared",
+        "algorithm.num_group_envs=2", "algorithm.group_size=2", "env.train.group_size=2",
+        "env.train.max_episode_steps=8", "algorithm.n_chunk_steps=2", "model.pi0.num_steps=2",
+        "actor.global_batch_size=8", "actor.micro_batch_size=4", "runner.max_steps=2",
+        "runner.val_check_interval=-1", "runner.save_interval=-1", "runner.progress_bar=false",
+    ]  # fmt: skip
+    rows = run_and_read("rl_release_grpo", tmp_path, "grpo", overrides)
+    assert [r["step"] for r in rows] == [1, 2]
+    for row in rows:
+        assert math.isfinite(row["rollout/group_return_std"]) and row["rollout/group_return_std"] >= 0
+        assert row["rollout/returns_max"] >= row["rollout/returns_min"]  # the episodes' progress gains
+        assert 0.0 < row["train/actor/positive_advantage_fraction"] < 1.0  # ranked within groups
+        assert math.isfinite(row["train/actor/fm_loss"]) and "train/critic/value_loss" not in row
