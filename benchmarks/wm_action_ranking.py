@@ -30,8 +30,8 @@ on both sides), ``sample J`` (``--policy-samples``: the policy's stochastic flow
 
 One pair of tables per horizon K (``--horizons``), and with ``--policy-samples`` a third: the agreement
 among the policy's samples only, i.e. whether the imagined returns GRPO compares within a group (one
-start, several samples of the policy) order those samples as the real outcomes do. The first gives, per task and candidate, the mean
-``imag`` and ``real`` scores and Meta-World's outcomes (``start frame``: the reward model's score of the
+start, several samples of the policy) order those samples as the real outcomes do. The first gives, per
+task and candidate, the mean ``imag`` and ``real`` scores and Meta-World's outcomes (``start frame``: the reward model's score of the
 start frame, for reference). The second gives the agreement between imagination and reality per task:
 
 - ``spearman``: rank correlation of imagined and real scores across the candidates of one start,
@@ -342,15 +342,18 @@ def chooser(setup: Setup, group: list[Start], keys: tuple[int, ...]) -> Any:
     """``act(i, frames, state, planned)`` for the rows of ``group`` x candidates: the planned chunk, with
     the policy's own chunk in its rows (the same initial noise in imagination and in Meta-World)."""
     n = len(setup.names)
-    driven = [(c, policy_mode(name)) for c, name in enumerate(setup.names) if policy_mode(name)]
+    driven = [  # (rows of the candidate, predict mode, noise draw)
+        (torch.tensor([col == c for _ in group for col in range(n)]), *policy_mode(name))
+        for c, name in enumerate(setup.names)
+        if policy_mode(name)
+    ]
     prompts = [s.prompt for s in group]
 
     def act(i: int, frames: torch.Tensor, state: Any, planned: torch.Tensor) -> torch.Tensor:
         if setup.policy is None:
             return planned
         out = planned.clone()
-        for c, (mode, draw) in driven:
-            rows = torch.tensor([col == c for _ in group for col in range(n)])
+        for rows, mode, draw in driven:
             seed = policy_seed(setup.seed, *keys, i, *([draw] if draw else []))  # ODE: as before samples
             out[rows] = policy_chunk(
                 setup.policy, frames[rows], state[rows], prompts, seed, setup.timer, mode

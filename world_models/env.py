@@ -152,17 +152,16 @@ class WorldModelEnv(BatchedEnv):
         their action samples from one imagined start)."""
         g = self.cfg.group_size if self.cfg.use_fixed_reset_state_ids and reset_state_ids is None else 1
         given = None if reset_state_ids is None else np.asarray(reset_state_ids).reshape(-1)
+        keyframe = self.cfg.reset_mode == "keyframe"
         per_group: dict[int, tuple[int, int]] = {}
-        out = []
         for k, i in enumerate(ids):
-            if int(i) // g not in per_group:
+            group = int(i) // g
+            if group not in per_group:
                 eps = self._episodes[int(self.task_ids[i])]
                 e = int(given[k]) % len(eps) if given is not None else int(self._rng.integers(len(eps)))
                 last = len(eps[e]["images"]) - 1
-                keyframe = self.cfg.reset_mode == "keyframe"
-                per_group[int(i) // g] = (e, int(self._rng.integers(0, max(1, last))) if keyframe else 0)
-            out.append(per_group[int(i) // g])
-        return out
+                per_group[group] = (e, int(self._rng.integers(0, max(1, last))) if keyframe else 0)
+        return [per_group[int(i) // g] for i in ids]
 
     @torch.no_grad()
     def chunk_step(

@@ -4,6 +4,7 @@ from policy_and_value.algorithms.advantages import (
     compute_gae,
     compute_grpo,
     group_returns,
+    normalise_in_groups,
     normalize_advantages,
 )
 from policy_and_value.algorithms.losses import (
@@ -23,6 +24,7 @@ __all__ = [
     "compute_gae",
     "compute_grpo",
     "group_returns",
+    "normalise_in_groups",
     "explained_variance",
     "get_advantage_fn",
     "masked_mean",

@@ -45,7 +45,11 @@ def compute_grpo(
     Consecutive ``group_size`` envs share a reset state; the advantage is broadcast to the env's
     valid steps (``loss_mask``) and 0 elsewhere.
     """
-    grouped = group_returns(rewards, loss_mask, group_size)
+    return normalise_in_groups(group_returns(rewards, loss_mask, group_size), loss_mask, eps)
+
+
+def normalise_in_groups(grouped: torch.Tensor, loss_mask: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """GRPO's advantages [T, B] from episode returns [B // group_size, group_size] (``group_returns``)."""
     normed = (grouped - grouped.mean(1, keepdim=True)) / (grouped.std(1, unbiased=False, keepdim=True) + eps)
     return normed.reshape(-1).unsqueeze(0) * loss_mask.to(normed.dtype)
 

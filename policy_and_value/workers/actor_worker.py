@@ -23,9 +23,9 @@ from policy_and_value.algorithms import (
     build_optimizer,
     build_scheduler,
     compute_gae,
-    compute_grpo,
     explained_variance,
     group_returns,
+    normalise_in_groups,
     normalize_advantages,
     ppo_policy_loss,
     value_loss,
@@ -208,8 +208,8 @@ class ActorWorker(Worker):
                 traj["rewards"], traj["values"], traj["dones"], algo.gamma, algo.gae_lambda
             )
         else:
-            adv = compute_grpo(traj["rewards"], mask, algo.group_size)
             grouped = group_returns(traj["rewards"], mask, algo.group_size)
+            adv = normalise_in_groups(grouped, mask)  # = compute_grpo, returns computed once
             ret = grouped.reshape(1, -1) * mask.to(grouped.dtype)  # each step: its episode's return
             # how much the actions of one start differ in outcome: ~0 means GRPO normalises noise
             spread["rollout/group_return_std"] = float(grouped.std(1, unbiased=False).mean())
