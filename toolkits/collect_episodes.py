@@ -1,17 +1,26 @@
-"""Record Meta-World episodes from the scripted expert policies into the worldrl episode format.
+"""Record Meta-World episodes from the scripted expert policies (or a pi0 policy) into the episode format.
 
     python -m toolkits.collect_episodes --suite MT10 --episodes-per-task 20 --out data/mt10 \\
         --cameras corner gripperPOV --image-size 64 --action-noise 0.1 --fail-fraction 0.2
+    python -m toolkits.collect_episodes --tasks reach-v3 --episodes-per-task 30 --out data/policy_rollouts \\
+        --cameras corner gripperPOV --policy-dir assets/quickstart/policy --noise-level 0.1
 
 Episodes run batched in one ``MetaWorldEnv`` (one action per step, episodes end at success or at
 ``--max-episode-steps``). A ``--fail-fraction`` share of episodes is made to fail on purpose (uniform
 random actions), for reward models and advantage labelling; every episode records whether it
 actually succeeded. Prints the success rate per task and stores it in ``index.json``.
+
+With ``--policy-dir`` a pi0 policy acts instead of the experts: a chunk per call, executed one action
+at a time, sampled with the flow SDE at ``--noise-level`` as a training rollout draws it (0: its
+deterministic ODE actions). Its own episodes, near misses included, are the data a world model needs to
+tell the policy's samples apart (``world_models.train`` on them, merged with expert episodes by
+``toolkits.episodes.merge``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections import defaultdict
@@ -45,6 +54,53 @@ def expert_for(task: str) -> Any:
     return getattr(policies, names[key])()
 
 
+class ExpertActor:
+    """The scripted expert of each env's task, one action per step from the full state."""
+
+    def __init__(self, tasks: list[str], task_ids: list[int]):
+        self.experts = [expert_for(tasks[t]) for t in task_ids]
+        self.name = "expert"
+
+    def reset(self) -> None:
+        """Experts keep no state between steps."""
+
+    def __call__(self, obs: dict[str, Any]) -> np.ndarray:
+        state = obs["state"].numpy().astype(np.float64)
+        return np.stack([expert.get_action(s) for expert, s in zip(self.experts, state, strict=True)])
+
+
+class PolicyActor:
+    """A pi0 policy directory: one chunk per call to the policy, handed out one action per step."""
+
+    def __init__(self, policy_dir: str, noise_level: float, seed: int):
+        from policy_and_value.envs.metaworld_tasks import PROPRIO_DIM
+        from policy_and_value.models.pi0 import from_pretrained
+
+        overrides = {"noise_method": "flow_sde", "noise_level": noise_level} if noise_level > 0 else {}
+        self.policy = from_pretrained(policy_dir, **overrides).eval()
+        self.mode = "train" if noise_level > 0 else "eval"  # train: a flow-SDE sample, as rollouts draw
+        self.state_type = "proprio" if self.policy.cfg.state_dim == PROPRIO_DIM else "full"
+        self.name = f"pi0 {policy_dir}"
+        self.plan: np.ndarray | None = None
+        self.step = 0
+        torch.manual_seed(seed)  # the initial and SDE noise of every call
+
+    def reset(self) -> None:
+        """Plan afresh at the start of an episode."""
+        self.plan = None
+
+    @torch.no_grad()
+    def __call__(self, obs: dict[str, Any]) -> np.ndarray:
+        from policy_and_value.envs.metaworld_tasks import select_state
+
+        if self.plan is None or self.step == self.plan.shape[1]:
+            seen = {**obs, "state": select_state(obs["state"], self.state_type)}
+            self.plan = self.policy.predict(seen, mode=self.mode).actions.float().cpu().numpy()
+            self.step = 0
+        self.step += 1
+        return self.plan[:, self.step - 1]
+
+
 def collect(
     tasks: list[str],
     episodes_per_task: int,
@@ -58,8 +114,11 @@ def collect(
     writer: EpisodeWriter | None = None,
     use_images: bool = True,
     log=print,
+    policy_dir: str | None = None,
+    noise_level: float = 0.0,
 ) -> dict[str, dict[str, float]]:
-    """Run rounds of batched episodes until every task has ``episodes_per_task``; returns per-task stats."""
+    """Run rounds of batched episodes until every task has ``episodes_per_task``; returns per-task stats.
+    The experts act, or the pi0 policy of ``policy_dir`` (sampled at ``noise_level``)."""
     from policy_and_value.envs.metaworld_env import MetaWorldEnv
 
     num_envs = max(len(tasks), num_envs - num_envs % len(tasks))
@@ -68,21 +127,21 @@ def collect(
         auto_reset=False, cameras=cameras, image_size=image_size, use_images=use_images,
     )  # fmt: skip
     env = MetaWorldEnv(cfg, num_envs, seed=seed)
-    experts = [expert_for(tasks[t]) for t in env.task_ids]
+    actor = PolicyActor(policy_dir, noise_level, seed) if policy_dir else ExpertActor(tasks, env.task_ids)
     rng = np.random.default_rng(seed)
     done_per_task: dict[str, int] = defaultdict(int)
     stats: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     try:
         while min(done_per_task[t] for t in tasks) < episodes_per_task:
             obs, info = env.reset()
+            actor.reset()
             forced = rng.random(num_envs) < fail_fraction
             frames = [[obs["images"][i].numpy()] if use_images else [] for i in range(num_envs)]
             states = [[obs["state"][i].numpy()] for i in range(num_envs)]
             acts, rews, succ = ([[] for _ in range(num_envs)] for _ in range(3))
             alive = np.ones(num_envs, dtype=bool)
             while alive.any():
-                state = obs["state"].numpy().astype(np.float64)
-                a = np.stack([experts[i].get_action(state[i]) for i in range(num_envs)])
+                a = actor(obs)
                 a = a + rng.normal(0.0, action_noise, a.shape) if action_noise > 0 else a
                 a = np.where(forced[:, None], rng.uniform(-1, 1, a.shape), a)
                 a = np.clip(a, -1, 1).astype(np.float32)
@@ -105,9 +164,9 @@ def collect(
                 if writer is not None:
                     meta = {
                         "prompt": PROMPTS[task], "task": task, "task_id": tasks.index(task), "cameras": cameras,
-                        "image_size": image_size, "success_once": success_once, "policy": "expert",
-                        "action_noise": action_noise, "forced_failure": bool(forced[i]),
-                        "reset_state_id": int(info["reset_state_ids"][i]), "seed": seed,
+                        "image_size": image_size, "success_once": success_once, "policy": actor.name,
+                        "noise_level": noise_level if policy_dir else None, "action_noise": action_noise,
+                        "forced_failure": bool(forced[i]), "reset_state_id": int(info["reset_state_ids"][i]), "seed": seed,
                     }  # fmt: skip
                     writer.write(
                         Episode(
@@ -127,12 +186,12 @@ def collect(
     summary = {}
     for task in tasks:
         rows = stats[task]
-        expert = [s for s, f in rows if not f]
+        acted = [s for s, f in rows if not f]  # by the expert (or policy), not forced to fail
         summary[task] = {
             "episodes": len(rows),
             "success_rate": float(np.mean([s for s, _ in rows])) if rows else 0.0,
-            "expert_episodes": len(expert),
-            "expert_success_rate": float(np.mean(expert)) if expert else float("nan"),
+            "expert_episodes": len(acted),
+            "expert_success_rate": float(np.mean(acted)) if acted else float("nan"),
             "forced_failures": sum(f for _, f in rows),
         }
     return summary
@@ -153,6 +212,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-episode-steps", type=int, default=150)
     p.add_argument("--num-envs", type=int, default=10, help="episodes run in parallel")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--policy-dir", default=None, help="a pi0 policy directory to act instead of the experts")
+    p.add_argument("--noise-level", type=float, default=0.0, help="its flow-SDE noise (0: deterministic)")
     args = p.parse_args(argv)
     if bool(args.tasks) == bool(args.suite):
         p.error("give exactly one of --tasks and --suite")
@@ -182,6 +243,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "an integer >= 1",
         ),
         ("--num-envs", [args.num_envs] if args.num_envs < 1 else [], "an integer >= 1"),
+        ("--noise-level", [args.noise_level] if args.noise_level < 0 else [], "a flow-SDE noise level >= 0"),
+        (
+            "--policy-dir",
+            [args.policy_dir]
+            if args.policy_dir and not os.path.isfile(os.path.join(args.policy_dir, "config.json"))
+            else [],
+            "a pi0 policy directory (with config.json)",
+        ),
+        (
+            "--noise-level",
+            [args.noise_level] if args.noise_level > 0 and not args.policy_dir else [],
+            "0 without --policy-dir (it is the policy's sampling noise)",
+        ),
     ]
     for name, bad, allowed in checks:
         if bad:
@@ -196,10 +270,12 @@ def main(argv: list[str] | None = None) -> int:
     writer = EpisodeWriter(args.out, info={k: v for k, v in vars(args).items() if k != "suite"})
     summary = collect(
         args.tasks, args.episodes_per_task, args.cameras, args.image_size, args.action_noise, args.fail_fraction,
-        args.max_episode_steps, args.seed, args.num_envs, writer=writer,
+        args.max_episode_steps, args.seed, args.num_envs, writer=writer, policy_dir=args.policy_dir,
+        noise_level=args.noise_level,
     )  # fmt: skip
     writer.close(summary)
-    print(f"\n{'task':28s} {'episodes':>8s} {'success':>8s} {'expert success':>15s} {'forced fail':>11s}")
+    acted = "policy success" if args.policy_dir else "expert success"
+    print(f"\n{'task':28s} {'episodes':>8s} {'success':>8s} {acted:>15s} {'forced fail':>11s}")
     for task, s in summary.items():
         print(
             f"{task:28s} {s['episodes']:8d} {s['success_rate']:8.0%} {s['expert_success_rate']:15.0%} {s['forced_failures']:11d}"

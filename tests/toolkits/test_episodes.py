@@ -117,3 +117,50 @@ def test_our_peg_insert_side_expert_inserts_the_peg():
     summary = collect(["peg-insert-side-v3"], 4, ["corner"], 64, 0.0, 0.0, 150, 0, num_envs=4,
                       use_images=False, log=lambda *_: None)  # fmt: skip
     assert summary["peg-insert-side-v3"]["success_rate"] == 1.0
+
+
+def test_collect_with_a_policy_records_its_own_reproducible_samples(tmp_path):
+    """--policy-dir: the shipped pi0 policy acts chunk by chunk; its flow-SDE samples are seeded (same seed,
+    same actions), differ from its deterministic actions, and the episodes say who acted and how."""
+    from toolkits.collect_episodes import collect
+
+    def run(name: str, noise_level: float, seed: int = 3) -> EpisodeDataset:
+        writer = EpisodeWriter(str(tmp_path / name))
+        collect(["reach-v3"], 2, ["corner", "gripperPOV"], 64, 0.0, 0.0, 8, seed, num_envs=2, writer=writer,
+                log=lambda *_: None, policy_dir="assets/quickstart/policy", noise_level=noise_level)  # fmt: skip
+        writer.close()
+        return EpisodeDataset(str(tmp_path / name))
+
+    a, b, ode = run("a", 0.1), run("b", 0.1), run("ode", 0.0)
+    assert len(a) == 2 and a.entries[0]["policy"] == "pi0 assets/quickstart/policy"
+    assert a.entries[0]["noise_level"] == 0.1 and a[0].actions.shape == (8, 4) and a[0].images.shape[0] == 9
+    assert all(np.array_equal(a[i].actions, b[i].actions) for i in range(2))
+    assert not np.allclose(a[0].actions, ode[0].actions)
+
+
+def test_merge_renumbers_tasks_and_refuses_mixed_cameras(tmp_path):
+    """merge_datasets: every episode of both datasets, bit-identical, task ids over the union in order of
+    appearance, origin recorded; different cameras or an existing --out are refused."""
+    from toolkits.episodes.merge import main, merge_datasets
+
+    def dataset(name: str, tasks: list[str], cameras: list[str]) -> str:
+        w = EpisodeWriter(str(tmp_path / name))
+        for T, task in enumerate(tasks, start=3):
+            ep = _episode(T, True, task)
+            w.write(Episode(ep.images, ep.state, ep.actions, ep.rewards, ep.success,
+                            {**ep.meta, "cameras": cameras, "image_size": 8}))  # fmt: skip
+        w.close()
+        return str(tmp_path / name)
+
+    first = dataset("expert", ["reach-v3", "push-v3"], ["corner"])
+    second = dataset("policy", ["push-v3", "drawer-close-v3"], ["corner"])
+    assert merge_datasets([first, second], str(tmp_path / "both")) == 4
+    both = EpisodeDataset(str(tmp_path / "both"))
+    assert [e["task_id"] for e in both.entries] == [0, 1, 1, 2]
+    assert [e["merged_from"] for e in both.entries] == [first, first, second, second]
+    assert np.array_equal(both[3].images, EpisodeDataset(second)[1].images)
+    other = dataset("other", ["reach-v3"], ["topview"])
+    with pytest.raises(ValueError, match="different cameras"):
+        merge_datasets([first, other], str(tmp_path / "mixed"))
+    with pytest.raises(FileExistsError, match="exists"):
+        main(["--data", first, "--out", str(tmp_path / "both")])
