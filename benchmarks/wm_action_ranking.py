@@ -429,7 +429,7 @@ def main() -> None:
     wall = time.time()
     torch.set_num_threads(args.threads)
 
-    from policy_and_value.envs.metaworld_tasks import PROPRIO_DIM
+    from policy_and_value.envs.metaworld_tasks import state_type_for
     from reward_models.modeling import FrameScorer
     from toolkits.episodes import EpisodeDataset
     from world_models.dynamics_model import DynamicsModel
@@ -459,7 +459,7 @@ def main() -> None:
     noise = torch.randn((1, *model.noise_shape()), generator=torch.Generator().manual_seed(args.seed))
     setup = Setup(
         model, scorer, policy, candidate_names(args.sigmas, policy is not None, args.policy_samples),
-        "proprio" if cfg.state_dim == PROPRIO_DIM else "full",
+        state_type_for(cfg.state_dim),
         {"noise": noise, "num_inference_steps": args.num_inference_steps}, args.seed, Timer(),
     )  # fmt: skip
     tasks = sorted({ep.meta["task"] for ep in episodes})

@@ -54,7 +54,7 @@ def main() -> None:
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = p.parse_args()
 
-    from policy_and_value.envs.metaworld_tasks import PROPRIO_DIM
+    from policy_and_value.envs.metaworld_tasks import state_type_for
     from toolkits.episodes import EpisodeDataset, split_episodes
     from world_models.data import ChunkTransitions
     from world_models.dynamics_model import DynamicsModel
@@ -64,7 +64,7 @@ def main() -> None:
     cfg = model.cfg
     episodes = EpisodeDataset(args.data)
     _, held = split_episodes(episodes.entries, args.holdout, args.seed)
-    state_type = "proprio" if cfg.state_dim == PROPRIO_DIM else "full"
+    state_type = state_type_for(cfg.state_dim)
     k = args.horizon  # K chunks from one start: K * T_f frames after K * C actions
     data = ChunkTransitions(
         episodes, held, cfg.history_frames, k * cfg.future_frames, k * cfg.action_chunk, state_type

@@ -30,7 +30,13 @@ import numpy as np
 import torch
 
 from policy_and_value.config.schema import EnvConfig
-from policy_and_value.envs.metaworld_tasks import MT10_TASKS, MT50_TASKS, PROMPTS
+from policy_and_value.envs.metaworld_tasks import (
+    MT10_TASKS,
+    MT50_TASKS,
+    PROMPTS,
+    select_state,
+    state_type_for,
+)
 from toolkits.episodes import Episode, EpisodeWriter
 
 CAMERAS = ("corner", "corner2", "corner3", "corner4", "topview", "behindGripper", "gripperPOV")
@@ -73,13 +79,12 @@ class PolicyActor:
     """A pi0 policy directory: one chunk per call to the policy, handed out one action per step."""
 
     def __init__(self, policy_dir: str, noise_level: float, seed: int):
-        from policy_and_value.envs.metaworld_tasks import PROPRIO_DIM
         from policy_and_value.models.pi0 import from_pretrained
 
         overrides = {"noise_method": "flow_sde", "noise_level": noise_level} if noise_level > 0 else {}
         self.policy = from_pretrained(policy_dir, **overrides).eval()
         self.mode = "train" if noise_level > 0 else "eval"  # train: a flow-SDE sample, as rollouts draw
-        self.state_type = "proprio" if self.policy.cfg.state_dim == PROPRIO_DIM else "full"
+        self.state_type = state_type_for(self.policy.cfg.state_dim)
         self.name = f"pi0 {policy_dir}"
         self.plan: np.ndarray | None = None
         self.step = 0
@@ -91,8 +96,6 @@ class PolicyActor:
 
     @torch.no_grad()
     def __call__(self, obs: dict[str, Any]) -> np.ndarray:
-        from policy_and_value.envs.metaworld_tasks import select_state
-
         if self.plan is None or self.step == self.plan.shape[1]:
             seen = {**obs, "state": select_state(obs["state"], self.state_type)}
             self.plan = self.policy.predict(seen, mode=self.mode).actions.float().cpu().numpy()

@@ -81,3 +81,8 @@ PROPRIO_DIM = 4  # its first entries: hand xyz + gripper opening
 def select_state(state, state_type: str):
     """The state a policy or model sees: all of it (``full``) or the proprioception (``proprio``)."""
     return state if state_type == "full" else state[..., :PROPRIO_DIM]
+
+
+def state_type_for(state_dim: int) -> str:
+    """The ``state_type`` whose states a model of ``state_dim`` inputs takes (``proprio`` or ``full``)."""
+    return "proprio" if state_dim == PROPRIO_DIM else "full"
