@@ -11,7 +11,9 @@ of policy updates) is trained and evaluated. ``--controls`` runs the world-model
 to tell what the imagined advantages add over the rest of the update (offline anchor, self-imitation):
 ``withhold`` (IL only: ``algorithm.advantage_dropout=1``, every imagined chunk is imitated without an
 advantage bin), ``shuffle`` (``algorithm.shuffle_advantages=true``: the same advantages handed to
-random chunks) and ``recorded`` (shuffled, and every imagined episode one chunk long, so the policy
+random chunks), ``reverse`` (``algorithm.reverse_advantages=true``: the advantages negated, so the
+update favours what imagination scored worse; the true arm minus this one is twice what the imagined
+advantages contribute) and ``recorded`` (shuffled, and every imagined episode one chunk long, so the policy
 only ever acts on recorded frames: neither the imagined frames nor the rewards reach the update).
 Evaluation samples with the ODE from initial noise drawn
 after ``torch.manual_seed(seed)``, over ``--eval-episodes`` per task on layouts drawn from seed
@@ -32,6 +34,7 @@ import numpy as np
 CONTROLS = {  # overrides of each control arm ({chunk}: env.train.num_action_chunks)
     "withhold": ["algorithm.advantage_dropout=1.0"],
     "shuffle": ["algorithm.shuffle_advantages=true"],
+    "reverse": ["algorithm.reverse_advantages=true"],
     "recorded": ["algorithm.shuffle_advantages=true", "env.train.max_episode_steps={chunk}"],
 }
 

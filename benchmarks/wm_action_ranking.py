@@ -25,8 +25,10 @@ Candidates: ``recorded`` (the episode's own actions), ``noise S`` (recorded + N(
 ``policy`` (the ``--policy-dir`` imitation policy's deterministic ODE actions, chunk by chunk from the
 imagined observations in imagination and from the real ones in Meta-World, with the same initial noise
 on both sides), ``sample J`` (``--policy-samples``: the policy's stochastic flow-SDE samples at
-``--noise-level``, as a training rollout draws them, J-th noise draw, again the same on both sides),
-``zero`` and ``random`` (uniform); all clipped to [-1, 1].
+``--noise-level``, as a training rollout draws them, J-th noise draw, again the same on both sides;
+``--pi0 KEY=VALUE ...`` overrides the sampling, e.g. ``noise_method=flow_noise joint_logprob=true``;
+``--sample-offset S`` instead adds one N(0, S^2) offset per chunk and action dim to the ODE chunk, noise
+that persists over the chunk), ``zero`` and ``random`` (uniform); all clipped to [-1, 1].
 
 One pair of tables per horizon K (``--horizons``), and with ``--policy-samples`` a third: the agreement
 among the policy's samples only, i.e. whether the imagined returns GRPO compares within a group (one
@@ -44,6 +46,11 @@ start frame, for reference). The second gives the agreement between imagination 
 - ``rm~MW`` / ``imag~MW``: Spearman per start (averaged) of the real / imagined score against
   Meta-World's dense reward: how well the reward model ranks real outcomes (a ceiling for imagination
   as judged by the simulator's own reward), and how well imagination ranks by that reward.
+
+The samples' table adds their spread (std within a start, averaged) imagined, real and in Meta-World
+success, and ``pick imag`` / ``pick best``: how much more real progress the sample imagination ranks
+first has than the start's average sample, and the same for the truly best sample (what one GRPO
+group could at most select).
 
 The torch work runs on ``--threads`` CPU threads (default 1: on a small machine shared with other jobs,
 more threads are much slower) or on ``--device cuda``. The default run (all 48 episodes of
@@ -143,6 +150,16 @@ def policy_chunk(
     actions = policy.predict(obs, mode=mode).actions.float().cpu().clamp(-1, 1)
     timer.policy += time.time() - start
     return actions
+
+
+def pi0_overrides(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` policy overrides, values parsed as YAML (``noise_std_range=[0.2,0.4]``)."""
+    from omegaconf import OmegaConf
+
+    bad = [item for item in items if "=" not in item]
+    if bad:
+        raise SystemExit(f"--pi0 {bad[0]!r}: expected KEY=VALUE, e.g. noise_method=flow_noise")
+    return OmegaConf.to_container(OmegaConf.from_dotlist(items))  # type: ignore[return-value]
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -296,15 +313,18 @@ def print_tables(
     print(f"\namong the {len(samples)} policy samples only (a GRPO group in imagination); spread: std of the "
           f"scores within a start, averaged")  # fmt: skip
     print(f"{'task':<26}{'starts':>7}{'spearman':>10}{'pair acc':>10}{'(pairs)':>9}{'within r':>10}"
-          f"{'imag spread':>13}{'real spread':>13}{'succ spread':>13}")  # fmt: skip
+          f"{'imag spread':>13}{'real spread':>13}{'succ spread':>13}{'rm~MW':>8}{'imag~MW':>9}"
+          f"{'pick imag':>11}{'pick best':>11}")  # fmt: skip
     for name in [*tasks, "all"]:
         m = np.ones(len(res["task"]), bool) if name == "all" else res["task"] == name
         imag, real = res["imag"][m][:, samples], res["real"][m][:, samples]
         a = agreement(imag, real, res["reward"][m][:, samples], gap)
         succ = res["success_any"][m][:, samples].astype(float)
+        picked = real[np.arange(len(real)), imag.argmax(1)] - real.mean(1)
         print(
             f"{name:<26}{int(m.sum()):>7}{a['spearman']:10.3f}{a['pair acc']:10.3f}{a['pairs']:>9}"
             f"{a['within r']:10.3f}{imag.std(1).mean():13.4f}{real.std(1).mean():13.4f}{succ.std(1).mean():13.3f}"
+            f"{a['rm~MW']:8.3f}{a['imag~MW']:9.3f}{picked.mean():11.4f}{(real.max(1) - real.mean(1)).mean():11.4f}"
         )
 
 
@@ -336,6 +356,7 @@ class Setup:
     kw: dict[str, Any]
     seed: int
     timer: Timer
+    sample_offset: float = 0.0
 
 
 def chooser(setup: Setup, group: list[Start], keys: tuple[int, ...]) -> Any:
@@ -355,9 +376,14 @@ def chooser(setup: Setup, group: list[Start], keys: tuple[int, ...]) -> Any:
         out = planned.clone()
         for rows, mode, draw in driven:
             seed = policy_seed(setup.seed, *keys, i, *([draw] if draw else []))  # ODE: as before samples
-            out[rows] = policy_chunk(
-                setup.policy, frames[rows], state[rows], prompts, seed, setup.timer, mode
-            )
+            offset = setup.sample_offset if mode == "train" else 0.0
+            mode = "eval" if offset else mode  # offset samples: the ODE chunk plus the offset
+            chunk = policy_chunk(setup.policy, frames[rows], state[rows], prompts, seed, setup.timer, mode)
+            if offset:  # one Gaussian offset per chunk and action dim: noise that persists over the chunk
+                draw = torch.Generator().manual_seed(seed)
+                shift = torch.randn(chunk.shape[0], 1, chunk.shape[2], generator=draw)
+                chunk = (chunk + offset * shift).clamp(-1, 1)
+            out[rows] = chunk
         return out
 
     return act
@@ -415,6 +441,14 @@ def main() -> None:
     p.add_argument(
         "--noise-level", type=float, default=0.1, help="flow-SDE noise of the samples (rl_release)"
     )
+    p.add_argument(
+        "--pi0", nargs="*", default=[], metavar="KEY=VALUE",
+        help="sampling overrides of the policy, e.g. noise_method=flow_noise joint_logprob=true",
+    )  # fmt: skip
+    p.add_argument(
+        "--sample-offset", type=float, default=0.0,
+        help="samples: the ODE chunk plus one N(0, s^2) offset per chunk and action dim, not flow-SDE",
+    )  # fmt: skip
     p.add_argument("--horizons", type=int, nargs="+", default=[1, 5], help="chunks K per candidate")
     p.add_argument("--stride", type=int, default=16, help="steps between starts along an episode")
     p.add_argument("--max-episodes", type=int, default=48, help="the first N episodes of DATA")
@@ -443,9 +477,8 @@ def main() -> None:
     if args.policy_dir:
         from policy_and_value.models.pi0 import from_pretrained
 
-        policy = from_pretrained(
-            args.policy_dir, device=args.device, noise_method="flow_sde", noise_level=args.noise_level
-        ).eval()
+        overrides = {"noise_method": "flow_sde", "noise_level": args.noise_level, **pi0_overrides(args.pi0)}
+        policy = from_pretrained(args.policy_dir, device=args.device, **overrides).eval()
         if policy.num_action_chunks != chunk:
             raise SystemExit(f"the policy acts in chunks of {policy.num_action_chunks}, the model of {chunk}")
         if not cfg.predict_state or cfg.state_dim != policy.cfg.state_dim:
@@ -461,6 +494,7 @@ def main() -> None:
         model, scorer, policy, candidate_names(args.sigmas, policy is not None, args.policy_samples),
         state_type_for(cfg.state_dim),
         {"noise": noise, "num_inference_steps": args.num_inference_steps}, args.seed, Timer(),
+        args.sample_offset,
     )  # fmt: skip
     tasks = sorted({ep.meta["task"] for ep in episodes})
     print(f"{len(episodes)} episodes of {tasks} from {args.data}; candidates {setup.names}; horizons "

@@ -63,6 +63,9 @@ class AlgorithmConfig(Strict):
     # ablation: permute the advantages among this rank's chunks after normalising (same distribution,
     # no link to what each chunk did): what remains of a gain is not the advantages' doing
     shuffle_advantages: bool = False
+    # ablation: negate the advantages after normalising (the update favours what imagination scored
+    # worse); against the true advantages this doubles what they contribute, so a small effect shows
+    reverse_advantages: bool = False
     adv_type: Literal["gae", "grpo"] = "gae"
     loss_type: Literal["ppo"] = "ppo"
     reward_type: Literal["chunk_level", "action_level"] = "chunk_level"

@@ -342,6 +342,10 @@ def _check_algorithm(cfg: JobConfig) -> None:
             raise config_error("env.train.auto_reset", True, "grpo scores whole episodes: set false")
     elif not cfg.model.add_value_head:
         raise config_error("model.add_value_head", False, "adv_type gae needs a value head")
+    if algo.shuffle_advantages and algo.reverse_advantages:
+        raise config_error(
+            "algorithm.reverse_advantages", True, "one advantage ablation at a time: shuffle_advantages is true too"
+        )  # fmt: skip
     if algo.target_kl is not None and algo.train_mode != "RL":
         raise config_error(
             "algorithm.target_kl", algo.target_kl, "applies to train_mode RL (PPO's KL to the rollout policy): set null"

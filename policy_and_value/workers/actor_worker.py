@@ -216,7 +216,7 @@ class ActorWorker(Worker):
         raw = adv
         if algo.normalize_advantages:
             adv = normalize_advantages(adv, mask, group=dist.group.WORLD if self.group_ready else None)
-        adv = adv * algo.advantage_scale
+        adv = adv * (-algo.advantage_scale if algo.reverse_advantages else algo.advantage_scale)
         m = mask.bool()
         while m.dim() < raw.dim():
             m = m.unsqueeze(-1)

@@ -1,6 +1,7 @@
 """Options of the actor's update: ``algorithm.target_kl`` stops a PPO training step once the policy has
 moved further than this from the rollout policy (approx. KL); ``algorithm.shuffle_advantages`` (an
-ablation) hands the same advantages to random chunks."""
+ablation) hands the same advantages to random chunks and ``algorithm.reverse_advantages`` (another)
+negates them."""
 
 from __future__ import annotations
 
@@ -72,3 +73,16 @@ def test_shuffled_advantages_keep_their_values_not_their_chunks(observations):
     shuffled._advantages(b)
     assert torch.equal(a["advantages"].sort().values, b["advantages"].sort().values)
     assert not torch.equal(a["advantages"], b["advantages"])
+
+
+def test_reversed_advantages_are_the_negated_ones(observations):
+    """The reverse ablation hands every chunk minus its normalised advantage."""
+    shard = one_step_shard(make_actor(), observations)
+    shard["rewards"] = torch.linspace(-1, 1, ENVS)[None]
+    plain, reversed_ = make_actor(), make_actor("algorithm.reverse_advantages=true")
+    a = dict(shard, values=shard["values"].clone())
+    b = dict(shard, values=shard["values"].clone())
+    plain._advantages(a)
+    reversed_._advantages(b)
+    assert a["advantages"].abs().sum() > 0
+    assert torch.equal(b["advantages"], -a["advantages"])

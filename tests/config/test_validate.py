@@ -230,6 +230,11 @@ BAD = [
     ("ppo_pi0_metaworld", ["algorithm.offline_data_coef=-1"], ["algorithm.offline_data_coef=-1"]),
     (
         "rl_release",
+        ["algorithm.shuffle_advantages=true", "algorithm.reverse_advantages=true"],
+        ["algorithm.reverse_advantages=True", "one advantage ablation at a time"],
+    ),
+    (
+        "rl_release",
         ["algorithm.train_mode=IL", "algorithm.target_kl=0.05"],
         ["algorithm.target_kl=0.05", "RL"],
     ),
