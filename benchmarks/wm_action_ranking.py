@@ -478,6 +478,7 @@ def main() -> None:
         from policy_and_value.models.pi0 import from_pretrained
 
         overrides = {"noise_method": "flow_sde", "noise_level": args.noise_level, **pi0_overrides(args.pi0)}
+        torch.manual_seed(args.seed)  # an RL head an override adds (flow_noise's std head) starts fresh
         policy = from_pretrained(args.policy_dir, device=args.device, **overrides).eval()
         if policy.num_action_chunks != chunk:
             raise SystemExit(f"the policy acts in chunks of {policy.num_action_chunks}, the model of {chunk}")
