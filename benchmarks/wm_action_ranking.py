@@ -140,14 +140,21 @@ def policy_chunk(
     seed: int,
     timer: Timer,
     mode: str = "eval",
+    offset: float = 0.0,
 ) -> torch.Tensor:
     """The policy's chunk [N, C, A] for frames [N, V, H, W, 3] and states [N, S]: deterministic (ODE) in
-    ``mode="eval"``, a flow-SDE sample in ``"train"``."""
+    ``mode="eval"``, a flow-SDE sample in ``"train"``; with ``offset`` > 0 the ODE chunk plus one
+    N(0, offset^2) shift per chunk and action dim (noise that persists over the chunk)."""
     start = time.time()
     torch.manual_seed(seed)  # the initial noise (and the SDE's noise)
     obs = {"images": images, "state": state.float(), "prompt": prompts,
            "task_id": torch.zeros(len(prompts), dtype=torch.long)}  # fmt: skip
-    actions = policy.predict(obs, mode=mode).actions.float().cpu().clamp(-1, 1)
+    actions = policy.predict(obs, mode="eval" if offset else mode).actions.float().cpu().clamp(-1, 1)
+    if offset:
+        shift = torch.randn(
+            actions.shape[0], 1, actions.shape[2], generator=torch.Generator().manual_seed(seed)
+        )
+        actions = (actions + offset * shift).clamp(-1, 1)
     timer.policy += time.time() - start
     return actions
 
@@ -377,13 +384,9 @@ def chooser(setup: Setup, group: list[Start], keys: tuple[int, ...]) -> Any:
         for rows, mode, draw in driven:
             seed = policy_seed(setup.seed, *keys, i, *([draw] if draw else []))  # ODE: as before samples
             offset = setup.sample_offset if mode == "train" else 0.0
-            mode = "eval" if offset else mode  # offset samples: the ODE chunk plus the offset
-            chunk = policy_chunk(setup.policy, frames[rows], state[rows], prompts, seed, setup.timer, mode)
-            if offset:  # one Gaussian offset per chunk and action dim: noise that persists over the chunk
-                draw = torch.Generator().manual_seed(seed)
-                shift = torch.randn(chunk.shape[0], 1, chunk.shape[2], generator=draw)
-                chunk = (chunk + offset * shift).clamp(-1, 1)
-            out[rows] = chunk
+            out[rows] = policy_chunk(
+                setup.policy, frames[rows], state[rows], prompts, seed, setup.timer, mode, offset
+            )
         return out
 
     return act

@@ -62,27 +62,27 @@ def test_target_kl_stops_the_step_early(observations, target_kl):
         assert metrics["train/actor/approx_kl"] > 0
 
 
-def test_shuffled_advantages_keep_their_values_not_their_chunks(observations):
-    """The ablation permutes the normalised advantages among the valid chunks: same values, other order."""
+def plain_and_ablated_advantages(observations, ablation: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The advantages of one shard (rewards -1..1) without and with the ablation override."""
     shard = one_step_shard(make_actor(), observations)
     shard["rewards"] = torch.linspace(-1, 1, ENVS)[None]
-    plain, shuffled = make_actor(), make_actor("algorithm.shuffle_advantages=true")
-    a = dict(shard, values=shard["values"].clone())
-    b = dict(shard, values=shard["values"].clone())
-    plain._advantages(a)
-    shuffled._advantages(b)
-    assert torch.equal(a["advantages"].sort().values, b["advantages"].sort().values)
-    assert not torch.equal(a["advantages"], b["advantages"])
+    out = []
+    for actor in (make_actor(), make_actor(ablation)):
+        traj = dict(shard, values=shard["values"].clone())
+        actor._advantages(traj)
+        out.append(traj["advantages"])
+    return out[0], out[1]
+
+
+def test_shuffled_advantages_keep_their_values_not_their_chunks(observations):
+    """The ablation permutes the normalised advantages among the valid chunks: same values, other order."""
+    plain, shuffled = plain_and_ablated_advantages(observations, "algorithm.shuffle_advantages=true")
+    assert torch.equal(plain.sort().values, shuffled.sort().values)
+    assert not torch.equal(plain, shuffled)
 
 
 def test_reversed_advantages_are_the_negated_ones(observations):
     """The reverse ablation hands every chunk minus its normalised advantage."""
-    shard = one_step_shard(make_actor(), observations)
-    shard["rewards"] = torch.linspace(-1, 1, ENVS)[None]
-    plain, reversed_ = make_actor(), make_actor("algorithm.reverse_advantages=true")
-    a = dict(shard, values=shard["values"].clone())
-    b = dict(shard, values=shard["values"].clone())
-    plain._advantages(a)
-    reversed_._advantages(b)
-    assert a["advantages"].abs().sum() > 0
-    assert torch.equal(b["advantages"], -a["advantages"])
+    plain, reversed_ = plain_and_ablated_advantages(observations, "algorithm.reverse_advantages=true")
+    assert plain.abs().sum() > 0
+    assert torch.equal(reversed_, -plain)
