@@ -66,6 +66,10 @@ class AlgorithmConfig(Strict):
     # ablation: negate the advantages after normalising (the update favours what imagination scored
     # worse); against the true advantages this doubles what they contribute, so a small effect shows
     reverse_advantages: bool = False
+    # IL: chunks whose advantage (normalised, scaled) is below this are left out of the imitation loss
+    # (filtered behaviour cloning: only the better samples are imitated, so the update selects rather
+    # than only relabels); None imitates every chunk with its bin (RISE)
+    imitation_min_advantage: float | None = None
     adv_type: Literal["gae", "grpo"] = "gae"
     loss_type: Literal["ppo"] = "ppo"
     reward_type: Literal["chunk_level", "action_level"] = "chunk_level"

@@ -350,6 +350,11 @@ def _check_algorithm(cfg: JobConfig) -> None:
         raise config_error(
             "algorithm.target_kl", algo.target_kl, "applies to train_mode RL (PPO's KL to the rollout policy): set null"
         )  # fmt: skip
+    if algo.imitation_min_advantage is not None and algo.train_mode != "IL":
+        raise config_error(
+            "algorithm.imitation_min_advantage", algo.imitation_min_advantage,
+            "applies to train_mode IL (which chunks are imitated): set null",
+        )  # fmt: skip
 
 
 def _check_paths(cfg: JobConfig) -> None:

@@ -320,13 +320,18 @@ class ActorWorker(Worker):
     def _imitation_batch(self, mb: dict[str, Any]) -> dict[str, Any]:
         """Executed chunks with their advantage bins (RISE): a chunk's advantage (mean over its actions
         for action-level advantages) picks the prompt's bin; ``advantage_dropout`` of them get none (-1),
-        and chunks of finished envs (loss_mask 0) are left out of the loss."""
+        and chunks of finished envs (loss_mask 0), or below ``imitation_min_advantage``, are left out of
+        the loss."""
+        algo = self.cfg.algorithm
         adv = mb["advantages"].reshape(mb["advantages"].shape[0], -1).mean(-1)
         bins = self.policy.advantage_to_bin(adv)
-        drop = torch.rand(bins.shape, generator=self.shuffle_gen) < self.cfg.algorithm.advantage_dropout
+        drop = torch.rand(bins.shape, generator=self.shuffle_gen) < algo.advantage_dropout
         bins = torch.where(drop.to(bins.device), torch.full_like(bins, -1), bins)
         actions = mb["actions"]
-        action_mask = mb["loss_mask"].reshape(-1, 1).expand(actions.shape[0], actions.shape[1])
+        keep = mb["loss_mask"].reshape(-1).to(actions.dtype)
+        if algo.imitation_min_advantage is not None:
+            keep = keep * (adv >= algo.imitation_min_advantage).to(keep.dtype)
+        action_mask = keep.reshape(-1, 1).expand(actions.shape[0], actions.shape[1])
         return {"obs": mb["obs"], "actions": actions, "advantage_bin": bins, "action_mask": action_mask}
 
     def _update_obs_norm(self, state: torch.Tensor, mask: torch.Tensor) -> None:

@@ -1,7 +1,7 @@
 """Options of the actor's update: ``algorithm.target_kl`` stops a PPO training step once the policy has
 moved further than this from the rollout policy (approx. KL); ``algorithm.shuffle_advantages`` (an
 ablation) hands the same advantages to random chunks and ``algorithm.reverse_advantages`` (another)
-negates them."""
+negates them; ``algorithm.imitation_min_advantage`` (IL) imitates only the chunks at or above it."""
 
 from __future__ import annotations
 
@@ -86,3 +86,26 @@ def test_reversed_advantages_are_the_negated_ones(observations):
     plain, reversed_ = plain_and_ablated_advantages(observations, "algorithm.reverse_advantages=true")
     assert plain.abs().sum() > 0
     assert torch.equal(reversed_, -plain)
+
+
+def test_imitation_min_advantage_leaves_the_worse_chunks_out(observations):
+    """IL with a threshold: the imitation mask is 1 exactly on the chunks whose advantage reaches it (and
+    the loss then differs from imitating all); without one every valid chunk is imitated."""
+    shard = one_step_shard(make_actor(), observations)
+    shard["rewards"] = torch.linspace(-1, 1, ENVS)[None]
+    masks, losses = [], []
+    for threshold in ("null", "0.5"):
+        actor = make_actor("algorithm.train_mode=IL", f"algorithm.imitation_min_advantage={threshold}")
+        traj = dict(shard, values=shard["values"].clone())
+        actor._advantages(traj)
+        mb = {"obs": observations, "actions": shard["actions"][0], "advantages": traj["advantages"][0],
+              "loss_mask": shard["loss_mask"][0]}  # fmt: skip
+        batch = actor._imitation_batch(mb)
+        masks.append(batch["action_mask"])
+        torch.manual_seed(0)  # the same noise and flow times for both losses
+        losses.append(actor.policy.flow_matching_loss(batch))
+        adv = traj["advantages"][0].reshape(ENVS, -1).mean(-1)
+    assert torch.equal(masks[0], torch.ones_like(masks[0]))
+    kept = masks[1][:, 0].bool()
+    assert torch.equal(kept, adv >= 0.5) and 0 < int(kept.sum()) < ENVS
+    assert not torch.allclose(losses[0], losses[1])

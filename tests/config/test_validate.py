@@ -239,6 +239,11 @@ BAD = [
         ["algorithm.target_kl=0.05", "RL"],
     ),
     (
+        "rl_release",
+        ["algorithm.train_mode=RL", "algorithm.imitation_min_advantage=0.5"],
+        ["algorithm.imitation_min_advantage=0.5", "train_mode IL"],
+    ),
+    (
         "ppo_pi0_metaworld",
         ["algorithm.offline_data_coef=1.0"],
         ["algorithm.offline_data_coef=1.0", "needs algorithm.offline_data_path"],
