@@ -1,7 +1,8 @@
 """What world-model RL adds over imitation, measured in the real simulator.
 
     .venv/bin/python benchmarks/imagination_gain.py [--config rl_release] [--seeds 0 1 2] [--steps 30] \\
-        [--eval-episodes 50] [--no-real-ppo] [--controls withhold shuffle recorded] [--out logs/imagination_gain] [key=value ...]
+        [--eval-episodes 50] [--no-real-ppo] [--controls withhold shuffle recorded] [--out logs/imagination_gain] \\
+        [--arm-name "world model"] [key=value ...]
 
 For each seed: the imitation policy (``rollout.model_dir`` of the config) is evaluated in Meta-World;
 then the config's job trains it for ``--steps`` steps in the world-model env (pure imagination: zero
@@ -19,7 +20,8 @@ Evaluation samples with the ODE from initial noise drawn
 after ``torch.manual_seed(seed)``, over ``--eval-episodes`` per task on layouts drawn from seed
 1000 + seed, so every policy of a seed sees the same layouts and noise draws. Prints success per task (mean and
 spread over seeds), real-env steps used during RL and wall time. Extra ``key=value`` arguments are
-overrides for both jobs.
+overrides for every job; ``--arm-name`` labels the config's own arm (e.g. ``Meta-World`` when the overrides
+train it there with ``env@env.train=metaworld_3tasks``).
 """
 
 from __future__ import annotations
@@ -101,6 +103,10 @@ def main() -> None:
     p.add_argument("--no-real-ppo", action="store_true", help="skip the real-simulator arm")
     p.add_argument("--controls", nargs="*", default=[], choices=sorted(CONTROLS), help="ablation arms")
     p.add_argument("--out", default="logs/imagination_gain")
+    p.add_argument(
+        "--arm-name", default="world model", help="label of the config's own arm (e.g. 'Meta-World' when the "
+        "overrides train it there)"
+    )  # fmt: skip
     args, overrides = p.parse_known_args()
 
     from policy_and_value.config import load_config
@@ -109,7 +115,10 @@ def main() -> None:
         *overrides, f"runner.max_steps={args.steps}", "runner.val_check_interval=-1",
         f"runner.save_interval={args.steps}", "runner.progress_bar=false",
     ]  # fmt: skip
-    arms = ["world model", *(f"control: {c}" for c in args.controls), "real simulator"]
+    main_arm = args.arm_name
+    if main_arm in ("imitation", "real simulator") or main_arm.startswith("control: "):
+        raise SystemExit(f"--arm-name {main_arm!r}: taken by another arm; pick another label")
+    arms = [main_arm, *(f"control: {c}" for c in args.controls), "real simulator"]
     runs: dict[str, list[dict[str, float]]] = {"imitation": [], **{a: [] for a in arms}}
     cost: dict[str, list[tuple[int, float]]] = {a: [] for a in arms}
     for seed in args.seeds:
@@ -120,9 +129,9 @@ def main() -> None:
         runs["imitation"].append(evaluate(cfg, None, args.eval_episodes, seed))
         print(f"seed {seed} imitation: {runs['imitation'][-1]}", flush=True)
         weights, wall, steps = train(args.config, job, args.out, f"wm_seed{seed}")
-        runs["world model"].append(evaluate(cfg, weights, args.eval_episodes, seed))
-        cost["world model"].append((steps, wall))
-        print(f"seed {seed} world model: {runs['world model'][-1]} ({wall:.0f} s)", flush=True)
+        runs[main_arm].append(evaluate(cfg, weights, args.eval_episodes, seed))
+        cost[main_arm].append((steps, wall))
+        print(f"seed {seed} {main_arm}: {runs[main_arm][-1]} ({wall:.0f} s)", flush=True)
         for name in args.controls:
             arm = f"control: {name}"
             control = [o.format(chunk=cfg.env.train.num_action_chunks) for o in CONTROLS[name]]
@@ -154,9 +163,9 @@ def main() -> None:
                 f"{n}: real-env steps during RL {c[0][0]} per run, wall time {np.mean([w for _, w in c]):.0f} s per run"
             )
     for base in ["imitation", *(f"control: {c}" for c in args.controls)]:
-        gain = [np.mean(list(a.values())) - np.mean(list(b.values())) for a, b in zip(runs["world model"], runs[base])]  # fmt: skip
+        gain = [np.mean(list(a.values())) - np.mean(list(b.values())) for a, b in zip(runs[main_arm], runs[base])]  # fmt: skip
         print(
-            f"world model - {base}: {100 * np.mean(gain):+.1f} ± {100 * np.std(gain):.1f} points (paired by seed)"
+            f"{main_arm} - {base}: {100 * np.mean(gain):+.1f} ± {100 * np.std(gain):.1f} points (paired by seed)"
         )
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.json"), "w") as f:
