@@ -271,6 +271,8 @@ class ActorWorker(Worker):
                         "positive_advantage_fraction": _masked_mean(
                             (imitation["advantage_bin"] == self.policy.best_advantage_bin).float(), mask
                         ),
+                        # share of the valid chunks imitated (< 1 with algorithm.imitation_min_advantage)
+                        "imitated_fraction": _masked_mean(imitation["action_mask"][:, 0].float(), mask),
                     }
                 else:
                     logprob, value, entropy, offline_loss = self.model(

@@ -109,3 +109,5 @@ def test_imitation_min_advantage_leaves_the_worse_chunks_out(observations):
     kept = masks[1][:, 0].bool()
     assert torch.equal(kept, adv >= 0.5) and 0 < int(kept.sum()) < ENVS
     assert not torch.allclose(losses[0], losses[1])
+    metrics = actor.train(shard)  # the logged share of imitated chunks is the kept share
+    assert 0.0 < metrics["train/actor/imitated_fraction"] < 1.0
