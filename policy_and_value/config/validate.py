@@ -346,15 +346,17 @@ def _check_algorithm(cfg: JobConfig) -> None:
         raise config_error(
             "algorithm.reverse_advantages", True, "one advantage ablation at a time: shuffle_advantages is true too"
         )  # fmt: skip
-    if algo.target_kl is not None and algo.train_mode != "RL":
-        raise config_error(
-            "algorithm.target_kl", algo.target_kl, "applies to train_mode RL (PPO's KL to the rollout policy): set null"
-        )  # fmt: skip
-    if algo.imitation_min_advantage is not None and algo.train_mode != "IL":
-        raise config_error(
-            "algorithm.imitation_min_advantage", algo.imitation_min_advantage,
-            "applies to train_mode IL (which chunks are imitated): set null",
-        )  # fmt: skip
+    for key, (mode, what) in _ONE_MODE_KEYS.items():
+        value = getattr(algo, key)
+        if value is not None and algo.train_mode != mode:
+            raise config_error(f"algorithm.{key}", value, f"applies to train_mode {mode} ({what}): set null")
+
+
+# algorithm keys that mean something under one train_mode only: (that mode, what they set there)
+_ONE_MODE_KEYS = {
+    "target_kl": ("RL", "PPO's KL to the rollout policy"),
+    "imitation_min_advantage": ("IL", "which chunks are imitated"),
+}
 
 
 def _check_paths(cfg: JobConfig) -> None:

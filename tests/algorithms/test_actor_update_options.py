@@ -62,16 +62,24 @@ def test_target_kl_stops_the_step_early(observations, target_kl):
         assert metrics["train/actor/approx_kl"] > 0
 
 
-def plain_and_ablated_advantages(observations, ablation: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """The advantages of one shard (rewards -1..1) without and with the ablation override."""
+def ranked_shard(observations) -> dict:
+    """One shard whose rewards rise from -1 to 1 over the envs (distinct advantages)."""
     shard = one_step_shard(make_actor(), observations)
     shard["rewards"] = torch.linspace(-1, 1, ENVS)[None]
-    out = []
-    for actor in (make_actor(), make_actor(ablation)):
-        traj = dict(shard, values=shard["values"].clone())
-        actor._advantages(traj)
-        out.append(traj["advantages"])
-    return out[0], out[1]
+    return shard
+
+
+def advantages_of(actor: ActorWorker, shard: dict) -> torch.Tensor:
+    """The actor's (normalised, ablated) advantages of ``shard``, computed on a copy."""
+    traj = dict(shard, values=shard["values"].clone())
+    actor._advantages(traj)
+    return traj["advantages"]
+
+
+def plain_and_ablated_advantages(observations, ablation: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The advantages of one ranked shard without and with the ablation override."""
+    shard = ranked_shard(observations)
+    return advantages_of(make_actor(), shard), advantages_of(make_actor(ablation), shard)
 
 
 def test_shuffled_advantages_keep_their_values_not_their_chunks(observations):
@@ -91,20 +99,18 @@ def test_reversed_advantages_are_the_negated_ones(observations):
 def test_imitation_min_advantage_leaves_the_worse_chunks_out(observations):
     """IL with a threshold: the imitation mask is 1 exactly on the chunks whose advantage reaches it (and
     the loss then differs from imitating all); without one every valid chunk is imitated."""
-    shard = one_step_shard(make_actor(), observations)
-    shard["rewards"] = torch.linspace(-1, 1, ENVS)[None]
+    shard = ranked_shard(observations)
     masks, losses = [], []
     for threshold in ("null", "0.5"):
         actor = make_actor("algorithm.train_mode=IL", f"algorithm.imitation_min_advantage={threshold}")
-        traj = dict(shard, values=shard["values"].clone())
-        actor._advantages(traj)
-        mb = {"obs": observations, "actions": shard["actions"][0], "advantages": traj["advantages"][0],
+        advantages = advantages_of(actor, shard)[0]
+        mb = {"obs": observations, "actions": shard["actions"][0], "advantages": advantages,
               "loss_mask": shard["loss_mask"][0]}  # fmt: skip
         batch = actor._imitation_batch(mb)
         masks.append(batch["action_mask"])
         torch.manual_seed(0)  # the same noise and flow times for both losses
         losses.append(actor.policy.flow_matching_loss(batch))
-        adv = traj["advantages"][0].reshape(ENVS, -1).mean(-1)
+    adv = advantages.reshape(ENVS, -1).mean(-1)  # the threshold does not change the advantages
     assert torch.equal(masks[0], torch.ones_like(masks[0]))
     kept = masks[1][:, 0].bool()
     assert torch.equal(kept, adv >= 0.5) and 0 < int(kept.sum()) < ENVS
