@@ -21,7 +21,9 @@ after ``torch.manual_seed(seed)``, over ``--eval-episodes`` per task on layouts 
 1000 + seed, so every policy of a seed sees the same layouts and noise draws. Prints success per task (mean and
 spread over seeds), real-env steps used during RL and wall time. Extra ``key=value`` arguments are
 overrides for every job; ``--arm-name`` labels the config's own arm (e.g. ``Meta-World`` when the overrides
-train it there with ``env@env.train=metaworld_3tasks``).
+train it there with ``env@env.train=metaworld_3tasks``). Each run's result is kept in ``OUT/<run>/result.json``
+with the resolved config it came from: a rerun with the same ``--out`` reuses every run whose config and
+episode count are unchanged, so adding a control or a seed runs only what is new (delete the file to redo one).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +43,25 @@ CONTROLS = {  # overrides of each control arm ({chunk}: env.train.num_action_chu
     "reverse": ["algorithm.reverse_advantages=true"],
     "recorded": ["algorithm.shuffle_advantages=true", "env.train.max_episode_steps={chunk}"],
 }
+
+
+def reuse_or_run(path: str, key: dict[str, Any], run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The record at ``path`` when it was made with this ``key`` (a JSON-able description of the run);
+    otherwise ``run()``'s record, written there atomically with the key, so an interrupted benchmark
+    keeps every run it finished."""
+    key = json.loads(json.dumps(key))  # compare as it reads back
+    if os.path.exists(path):
+        with open(path) as f:
+            record = json.load(f)
+        if record.get("key") == key:
+            print(f"reusing {path}", flush=True)
+            return record
+    record = {"key": key, **run()}
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(record, f, indent=1)
+    os.replace(path + ".tmp", path)
+    return record
 
 
 def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, float]:
@@ -73,15 +96,11 @@ def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, fl
     return {t: r["success_rate"] for t, r in res.items()}
 
 
-def train(config: str, overrides: list[str], out: str, name: str) -> tuple[str, float, int]:
+def train(cfg) -> tuple[str, float, int]:
     """Run the job; returns (final rollout weights, wall seconds, real-env steps during training)."""
-    from policy_and_value.config import load_config
     from policy_and_value.config.validate import env_groups
     from policy_and_value.runner import run_job
 
-    cfg = load_config(
-        config, [*overrides, f"runner.logger.log_path={out}", f"runner.logger.experiment_name={name}"]
-    )
     start = time.time()
     runner = run_job(cfg)
     wall = time.time() - start
@@ -121,30 +140,46 @@ def main() -> None:
     arms = [main_arm, *(f"control: {c}" for c in args.controls), "real simulator"]
     runs: dict[str, list[dict[str, float]]] = {"imitation": [], **{a: [] for a in arms}}
     cost: dict[str, list[tuple[int, float]]] = {a: [] for a in arms}
+
+    def run_arm(arm: str, name: str, job: list[str], seed: int, eval_cfg) -> None:
+        """Train ``job`` as run ``name`` and evaluate it, or reuse the record of the same run."""
+        cfg = load_config(
+            args.config, [*job, f"runner.logger.log_path={args.out}", f"runner.logger.experiment_name={name}"]
+        )
+
+        def run() -> dict[str, Any]:
+            weights, wall, steps = train(cfg)
+            success = evaluate(eval_cfg, weights, args.eval_episodes, seed)
+            return {"success": success, "wall_s": wall, "real_env_steps": steps}
+
+        key = {"config": cfg.model_dump(mode="json"), "eval_episodes": args.eval_episodes, "seed": seed}
+        record = reuse_or_run(os.path.join(args.out, name, "result.json"), key, run)
+        runs[arm].append(record["success"])
+        cost[arm].append((record["real_env_steps"], record["wall_s"]))
+        print(f"seed {seed} {arm}: {record['success']} ({record['wall_s']:.0f} s)", flush=True)
+
     for seed in args.seeds:
         job = [*common, f"runner.seed={seed}"]
         cfg = load_config(args.config, job)
         if "withhold" in args.controls and cfg.algorithm.train_mode != "IL":
             raise SystemExit("--controls withhold drops IL's advantage bins: add algorithm.train_mode=IL")
-        runs["imitation"].append(evaluate(cfg, None, args.eval_episodes, seed))
-        print(f"seed {seed} imitation: {runs['imitation'][-1]}", flush=True)
-        weights, wall, steps = train(args.config, job, args.out, f"wm_seed{seed}")
-        runs[main_arm].append(evaluate(cfg, weights, args.eval_episodes, seed))
-        cost[main_arm].append((steps, wall))
-        print(f"seed {seed} {main_arm}: {runs[main_arm][-1]} ({wall:.0f} s)", flush=True)
+        key = {  # what evaluate() reads: training overrides do not change the imitation policy's result
+            "model": cfg.model.model_dump(mode="json"), "model_dir": cfg.rollout.model_dir,
+            "eval_env": cfg.env.eval.model_dump(mode="json"), "eval_episodes": args.eval_episodes, "seed": seed,
+            "policy_outputs": [cfg.algorithm.logprob_type, cfg.algorithm.reward_type],
+        }  # fmt: skip
+        record = reuse_or_run(
+            os.path.join(args.out, f"imitation_seed{seed}", "result.json"), key,
+            lambda: {"success": evaluate(cfg, None, args.eval_episodes, seed)},  # noqa: B023 (called at once)
+        )  # fmt: skip
+        runs["imitation"].append(record["success"])
+        print(f"seed {seed} imitation: {record['success']}", flush=True)
+        run_arm(main_arm, f"wm_seed{seed}", job, seed, cfg)
         for name in args.controls:
-            arm = f"control: {name}"
             control = [o.format(chunk=cfg.env.train.num_action_chunks) for o in CONTROLS[name]]
-            weights, wall, steps = train(args.config, [*job, *control], args.out, f"{name}_seed{seed}")
-            runs[arm].append(evaluate(cfg, weights, args.eval_episodes, seed))
-            cost[arm].append((steps, wall))
-            print(f"seed {seed} {arm}: {runs[arm][-1]} ({wall:.0f} s)", flush=True)
-        if not args.no_real_ppo:
-            real = [*job, "env@env.train=metaworld_3tasks"]  # same envs, chunks, batches; real episodes
-            weights, wall, steps = train(args.config, real, args.out, f"real_seed{seed}")
-            runs["real simulator"].append(evaluate(cfg, weights, args.eval_episodes, seed))
-            cost["real simulator"].append((steps, wall))
-            print(f"seed {seed} real simulator: {runs['real simulator'][-1]} ({wall:.0f} s)", flush=True)
+            run_arm(f"control: {name}", f"{name}_seed{seed}", [*job, *control], seed, cfg)
+        if not args.no_real_ppo:  # same envs, chunks, batches; real episodes
+            run_arm("real simulator", f"real_seed{seed}", [*job, "env@env.train=metaworld_3tasks"], seed, cfg)
 
     tasks = list(runs["imitation"][0])
     names = [n for n in runs if runs[n]]

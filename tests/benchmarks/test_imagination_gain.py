@@ -1,0 +1,75 @@
+"""imagination_gain.py keeps each run's result: a rerun with more arms trains only the new ones."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    """The benchmark module with train/evaluate replaced by recorders (no training, no simulator)."""
+    spec = importlib.util.spec_from_file_location(
+        "imagination_gain", ROOT / "benchmarks" / "imagination_gain.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    calls: dict[str, list] = {"train": [], "evaluate": []}
+
+    def train(cfg):
+        calls["train"].append(cfg.runner.logger.experiment_name)
+        return f"weights-of-{cfg.runner.logger.experiment_name}", 1.0, 0
+
+    def evaluate(cfg, weights, episodes, seed):
+        calls["evaluate"].append(weights)
+        return {task: 0.5 if weights is None else 0.75 for task in cfg.env.eval.tasks}
+
+    monkeypatch.setattr(module, "train", train)
+    monkeypatch.setattr(module, "evaluate", evaluate)
+    module.calls = calls
+    return module
+
+
+def run_main(bench, monkeypatch, out: Path, *extra: str) -> None:
+    argv = "imagination_gain.py --config rl_release_grpo --seeds 0 --no-real-ppo".split()
+    monkeypatch.setattr(sys, "argv", [*argv, "--out", str(out), *extra])
+    bench.main()
+
+
+def test_rerun_reuses_finished_runs_and_runs_only_new_ones(bench, monkeypatch, tmp_path):
+    run_main(bench, monkeypatch, tmp_path)
+    assert bench.calls["train"] == ["wm_seed0"]
+    assert bench.calls["evaluate"] == [None, "weights-of-wm_seed0"]
+    run_main(bench, monkeypatch, tmp_path, "--controls", "reverse")
+    assert bench.calls["train"] == ["wm_seed0", "reverse_seed0"]  # imitation and the world-model arm reused
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert list(results["runs"]) == ["imitation", "world model", "control: reverse", "real simulator"]
+    assert all(len(results["runs"][arm]) == 1 for arm in ["imitation", "world model", "control: reverse"])
+
+
+def test_changed_override_reruns_the_arm_but_reuses_imitation(bench, monkeypatch, tmp_path):
+    run_main(bench, monkeypatch, tmp_path)
+    run_main(bench, monkeypatch, tmp_path, "actor.optim.lr=1e-4")
+    assert bench.calls["train"] == ["wm_seed0", "wm_seed0"]
+    assert bench.calls["evaluate"] == [None, "weights-of-wm_seed0", "weights-of-wm_seed0"]
+    record = json.loads((tmp_path / "wm_seed0" / "result.json").read_text())
+    assert record["key"]["config"]["actor"]["optim"]["lr"] == 1e-4
+
+
+def test_interrupted_run_leaves_no_record(bench, tmp_path):
+    path = str(tmp_path / "arm" / "result.json")
+
+    def crash():
+        raise RuntimeError("killed midway")
+
+    with pytest.raises(RuntimeError):
+        bench.reuse_or_run(path, {"a": 1}, crash)
+    assert not Path(path).exists()
+    assert bench.reuse_or_run(path, {"a": 1}, lambda: {"success": 1})["success"] == 1
+    assert bench.reuse_or_run(path, {"a": 1}, crash)["success"] == 1  # reused, crash not called
