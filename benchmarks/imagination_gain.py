@@ -64,6 +64,29 @@ def reuse_or_run(path: str, key: dict[str, Any], run: Callable[[], dict[str, Any
     return record
 
 
+def imitation_key(cfg, episodes: int, seed: int) -> dict[str, Any]:
+    """What the imitation policy's evaluation depends on (training overrides do not change it)."""
+    return {
+        "model": cfg.model.model_dump(mode="json"), "model_dir": cfg.rollout.model_dir,
+        "policy_outputs": [cfg.algorithm.logprob_type, cfg.algorithm.reward_type],
+        "eval_env": cfg.env.eval.model_dump(mode="json"), "eval_episodes": episodes, "seed": seed,
+    }  # fmt: skip
+
+
+def run_config(config: str, job: list[str], out: str, name: str):
+    """The validated config of training run ``name`` (logged under ``out/name``)."""
+    from policy_and_value.config import load_config
+
+    return load_config(
+        config, [*job, f"runner.logger.log_path={out}", f"runner.logger.experiment_name={name}"]
+    )
+
+
+def run_key(cfg, episodes: int, seed: int) -> dict[str, Any]:
+    """What a trained arm's result depends on: its whole resolved config and the evaluation."""
+    return {"config": cfg.model_dump(mode="json"), "eval_episodes": episodes, "seed": seed}
+
+
 def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, float]:
     """Real-simulator success per task of the config's policy (``weights``: a rollout safetensors file)."""
     import torch
@@ -143,16 +166,14 @@ def main() -> None:
 
     def run_arm(arm: str, name: str, job: list[str], seed: int, eval_cfg) -> None:
         """Train ``job`` as run ``name`` and evaluate it, or reuse the record of the same run."""
-        cfg = load_config(
-            args.config, [*job, f"runner.logger.log_path={args.out}", f"runner.logger.experiment_name={name}"]
-        )
+        cfg = run_config(args.config, job, args.out, name)
 
         def run() -> dict[str, Any]:
             weights, wall, steps = train(cfg)
             success = evaluate(eval_cfg, weights, args.eval_episodes, seed)
             return {"success": success, "wall_s": wall, "real_env_steps": steps}
 
-        key = {"config": cfg.model_dump(mode="json"), "eval_episodes": args.eval_episodes, "seed": seed}
+        key = run_key(cfg, args.eval_episodes, seed)
         record = reuse_or_run(os.path.join(args.out, name, "result.json"), key, run)
         runs[arm].append(record["success"])
         cost[arm].append((record["real_env_steps"], record["wall_s"]))
@@ -163,11 +184,7 @@ def main() -> None:
         cfg = load_config(args.config, job)
         if "withhold" in args.controls and cfg.algorithm.train_mode != "IL":
             raise SystemExit("--controls withhold drops IL's advantage bins: add algorithm.train_mode=IL")
-        key = {  # what evaluate() reads: training overrides do not change the imitation policy's result
-            "model": cfg.model.model_dump(mode="json"), "model_dir": cfg.rollout.model_dir,
-            "eval_env": cfg.env.eval.model_dump(mode="json"), "eval_episodes": args.eval_episodes, "seed": seed,
-            "policy_outputs": [cfg.algorithm.logprob_type, cfg.algorithm.reward_type],
-        }  # fmt: skip
+        key = imitation_key(cfg, args.eval_episodes, seed)
         record = reuse_or_run(
             os.path.join(args.out, f"imitation_seed{seed}", "result.json"), key,
             lambda: {"success": evaluate(cfg, None, args.eval_episodes, seed)},  # noqa: B023 (called at once)
