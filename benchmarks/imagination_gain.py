@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from toolkits.atomic import write_json_atomically
+
 CONTROLS = {  # overrides of each control arm ({chunk}: env.train.num_action_chunks)
     "withhold": ["algorithm.advantage_dropout=1.0"],
     "shuffle": ["algorithm.shuffle_advantages=true"],
@@ -58,9 +60,7 @@ def reuse_or_run(path: str, key: dict[str, Any], run: Callable[[], dict[str, Any
             return record
     record = {"key": key, **run()}
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(record, f, indent=1)
-    os.replace(path + ".tmp", path)
+    write_json_atomically(path, record)
     return record
 
 

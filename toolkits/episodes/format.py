@@ -14,6 +14,8 @@ from typing import Any
 import h5py
 import numpy as np
 
+from toolkits.atomic import write_json_atomically
+
 FORMAT_NAME = "worldrl-episodes"
 FORMAT_VERSION = 1
 INDEX = "index.json"
@@ -74,10 +76,7 @@ class EpisodeWriter:
         """Write ``index.json`` with an optional summary (e.g. success rate per task)."""
         if summary is not None:
             self.index["summary"] = summary
-        tmp = os.path.join(self.root, INDEX + ".tmp")
-        with open(tmp, "w") as f:
-            json.dump(self.index, f, indent=1)
-        os.replace(tmp, os.path.join(self.root, INDEX))
+        write_json_atomically(os.path.join(self.root, INDEX), self.index)
 
 
 class EpisodeDataset:
