@@ -114,7 +114,7 @@ def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, fl
     torch.manual_seed(seed)  # the same initial noise draws for every policy evaluated with this seed
     res = evaluate_in_metaworld(
         policy, list(ecfg.tasks), episodes, list(ecfg.cameras), ecfg.image_size, ecfg.state_type,
-        ecfg.max_episode_steps, num_envs=3 * len(ecfg.tasks), seed=1000 + seed,
+        ecfg.max_episode_steps, num_envs=3 * len(ecfg.tasks), seed=1000 + seed, layout_seed=ecfg.layout_seed,
     )  # fmt: skip
     return {t: r["success_rate"] for t, r in res.items()}
 
@@ -130,9 +130,14 @@ def train(cfg) -> tuple[str, float, int]:
     algo, env = cfg.algorithm, cfg.env.train
     groups = [group for _, group in env_groups(env)] or [env]
     real_envs = sum(g.num_envs for g in groups if g.env_type != "world_model")
-    real_steps = (
-        real_envs * algo.n_chunk_steps * env.num_action_chunks * algo.rollout_epoch * cfg.runner.max_steps
-    )
+    if real_envs == env.num_envs:  # all real: the steps the finished episodes took (they end at success)
+        with open(os.path.join(runner.log_dir, "metrics.jsonl")) as f:
+            per_step = {r["step"]: r.get("env/episode_steps", 0) for r in map(json.loads, f)}  # last run wins
+        real_steps = int(sum(per_step.values()))
+    else:  # imagined or mixed: the real groups' envs step every chunk
+        real_steps = (
+            real_envs * algo.n_chunk_steps * env.num_action_chunks * algo.rollout_epoch * cfg.runner.max_steps
+        )
     return os.path.join(runner.saved[-1], "rollout", "model.safetensors"), wall, real_steps
 
 

@@ -4,6 +4,7 @@ from policy_and_value.algorithms.advantages import (
     compute_gae,
     compute_grpo,
     group_returns,
+    mixed_groups,
     normalise_in_groups,
     normalize_advantages,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "explained_variance",
     "get_advantage_fn",
     "masked_mean",
+    "mixed_groups",
     "normalize_advantages",
     "ppo_policy_loss",
     "value_loss",

@@ -65,6 +65,12 @@ def group_returns(rewards: torch.Tensor, loss_mask: torch.Tensor, group_size: in
     return returns.view(B // group_size, group_size)
 
 
+def mixed_groups(grouped: torch.Tensor, tol: float = 1e-6) -> torch.Tensor:
+    """bool [num_groups]: whether a group's episode returns differ (``group_returns``' layout). A group
+    whose samples all ended alike (all succeeded, or all failed) has nothing for GRPO to compare."""
+    return (grouped.max(1).values - grouped.min(1).values) > tol
+
+
 def _expand_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     m = mask.to(like.dtype)
     while m.dim() < like.dim():

@@ -70,6 +70,14 @@ class AlgorithmConfig(Strict):
     # (filtered behaviour cloning: only the better samples are imitated, so the update selects rather
     # than only relabels); None imitates every chunk with its bin (RISE)
     imitation_min_advantage: float | None = None
+    # IL with imitation_min_advantage: keep the chunks selected in past steps (at most this many, first in
+    # first out) and add imitation_replay_coef x the flow-matching loss on as many of them to every micro
+    # batch (self-imitation replay: the policy's past successes become demonstrations); 0 disables
+    imitation_replay_size: int = Field(0, ge=0)
+    imitation_replay_coef: float = Field(1.0, ge=0.0)
+    # GRPO dynamic sampling: groups whose episodes all returned the same (all succeeded, or all failed)
+    # carry no signal and are left out of the loss; rollout/mixed_group_fraction logs the share kept
+    drop_uniform_groups: bool = False
     adv_type: Literal["gae", "grpo"] = "gae"
     loss_type: Literal["ppo"] = "ppo"
     reward_type: Literal["chunk_level", "action_level"] = "chunk_level"
@@ -127,6 +135,12 @@ class EnvConfig(Strict):
     image_size: int = Field(64, ge=8, le=1024)
     use_images: bool = True
     state_type: Literal["full", "proprio"] = "full"  # metaworld: 39-dim obs or hand xyz + gripper
+    # metaworld: the seed of the 50 layouts (goal/object positions) per task that resets draw from;
+    # evaluating with another seed measures success on layouts never trained on
+    layout_seed: int = Field(0, ge=0)
+    # metaworld: "dense" is Meta-World's shaped reward each step; "success" gives 1 at the step an
+    # episode first succeeds and 0 otherwise, so an episode's return is its outcome
+    reward_signal: Literal["dense", "success"] = "dense"
     reward_scale: float = 1.0
     video_cfg: VideoConfig = Field(default_factory=VideoConfig)
     # world_model only: a learned dynamics model and reward model stand in for the simulator

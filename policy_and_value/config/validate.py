@@ -146,6 +146,10 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
                     cam,
                     "allowed: corner, corner2, corner3, corner4, topview, behindGripper, gripperPOV",
                 )
+    elif env.reward_signal != "dense":
+        raise config_error(
+            f"{prefix}.reward_signal", env.reward_signal, f"applies to env_type metaworld, not {env.env_type}: set dense"
+        )  # fmt: skip
     if env.env_type == "world_model":
         _check_world_model_env(env, prefix)
     if env.num_envs % ranks["env"]:
@@ -342,9 +346,18 @@ def _check_algorithm(cfg: JobConfig) -> None:
             raise config_error("env.train.auto_reset", True, "grpo scores whole episodes: set false")
     elif not cfg.model.add_value_head:
         raise config_error("model.add_value_head", False, "adv_type gae needs a value head")
+    if algo.drop_uniform_groups and algo.adv_type != "grpo":
+        raise config_error(
+            "algorithm.drop_uniform_groups", True, f"drops GRPO groups: needs adv_type grpo, not {algo.adv_type}"
+        )  # fmt: skip
     if algo.shuffle_advantages and algo.reverse_advantages:
         raise config_error(
             "algorithm.reverse_advantages", True, "one advantage ablation at a time: shuffle_advantages is true too"
+        )  # fmt: skip
+    if algo.imitation_replay_size and algo.imitation_min_advantage is None:
+        raise config_error(
+            "algorithm.imitation_replay_size", algo.imitation_replay_size,
+            "replays the chunks filtered imitation selected: needs algorithm.imitation_min_advantage",
         )  # fmt: skip
     for key, (mode, what) in _ONE_MODE_KEYS.items():
         value = getattr(algo, key)
@@ -437,8 +450,9 @@ def _check_pi0(cfg: JobConfig) -> None:
 
 def _check_train_mode(cfg: JobConfig, saved: Any) -> None:
     """``train_mode: IL`` conditions the prompt on advantage bins, so the policy must read them
-    (``saved``: the config of the policy in rollout.model_dir, if any)."""
-    if cfg.algorithm.train_mode != "IL":
+    (``saved``: the config of the policy in rollout.model_dir, if any), unless
+    ``imitation_min_advantage`` selects what is imitated (filtered imitation needs no bins)."""
+    if cfg.algorithm.train_mode != "IL" or cfg.algorithm.imitation_min_advantage is not None:
         return
     conditioned = cfg.model.pi0.get("with_advantage_condition")
     if conditioned is None and saved is not None:
@@ -446,7 +460,8 @@ def _check_train_mode(cfg: JobConfig, saved: Any) -> None:
     if not conditioned:
         raise config_error(
             "algorithm.train_mode", "IL",
-            "needs model.pi0.with_advantage_condition=true (the prompt carries the advantage bin)",
+            "needs model.pi0.with_advantage_condition=true (the prompt carries the advantage bin) or "
+            "algorithm.imitation_min_advantage (filtered imitation)",
         )  # fmt: skip
 
 

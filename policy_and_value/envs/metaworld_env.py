@@ -1,14 +1,16 @@
 """Meta-World (MuJoCo) tasks as a batched, image-observing env with action chunks.
 
 Each env is a Meta-World task env whose goal/object layout is one of the task's 50 "train tasks"
-(the reset state id). Frames come from a ``mujoco.Renderer`` per env with fast settings (no
+(the reset state id) of the MT1 benchmark built with ``layout_seed``: another seed gives 50 other
+layouts, so evaluation can run on layouts training never saw. Frames come from a ``mujoco.Renderer`` per env with fast settings (no
 multisampling, shadows or reflections) and are rendered only when an observation is returned (end of
 a chunk), except for envs being recorded to video. Corner-camera frames are rotated upright.
 
 ``state`` is Meta-World's 39-dim observation (hand xyz, gripper opening, object poses, the previous
 frame's values, goal) with ``state_type: full``, or the 4-dim proprioception (hand xyz, gripper)
 with ``state_type: proprio``. ``terminated`` is success unless ``ignore_terminations``; ``truncated``
-is reaching ``max_episode_steps``.
+is reaching ``max_episode_steps``. Rewards are Meta-World's dense shaping (``reward_signal: dense``)
+or the outcome (``success``: 1 at the step the episode first succeeds).
 """
 
 from __future__ import annotations
@@ -74,19 +76,24 @@ class MetaWorldEnv(BatchedEnv):
         self.task_ids = assign_tasks(num_envs, len(self.tasks), rank, cfg.group_size)
         self.envs, self.layouts = [], []
         for i in range(num_envs):
-            env, layouts = _make_task_env(self.tasks[self.task_ids[i]], benchmark_seed=0)
+            env, layouts = _make_task_env(self.tasks[self.task_ids[i]], benchmark_seed=cfg.layout_seed)
             env.max_path_length = max(env.max_path_length, cfg.max_episode_steps + self.chunk)
             self.envs.append(env)
             self.layouts.append(layouts)
         self.prompts = [PROMPTS[self.tasks[t]] for t in self.task_ids]
+        # One renderer per task, shared by its envs: a renderer's context holds the task's meshes and
+        # textures (about 150 MB each on a software GL), and poses come from each env's own data.
         self.renderers: list[mujoco.Renderer] = []
         if cfg.use_images:
-            for env in self.envs:
-                env.model.vis.quality.offsamples = 0
-                r = mujoco.Renderer(env.model, cfg.image_size, cfg.image_size)
-                r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
-                r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
-                self.renderers.append(r)
+            per_task: dict[int, mujoco.Renderer] = {}
+            for env, task_id in zip(self.envs, self.task_ids, strict=True):
+                if task_id not in per_task:
+                    env.model.vis.quality.offsamples = 0
+                    r = mujoco.Renderer(env.model, cfg.image_size, cfg.image_size)
+                    r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+                    r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+                    per_task[task_id] = r
+                self.renderers.append(per_task[task_id])
         state_dim = FULL_STATE_DIM if cfg.state_type == "full" else PROPRIO_DIM
         image_shape = (len(cfg.cameras), cfg.image_size, cfg.image_size) if cfg.use_images else None
         self.spec = EnvSpec(
@@ -98,6 +105,7 @@ class MetaWorldEnv(BatchedEnv):
         self._success = np.zeros(num_envs, dtype=bool)
         self._dead = np.zeros(num_envs, dtype=bool)
         self._layout_ids = np.zeros(num_envs, dtype=np.int64)
+        self._frames: np.ndarray | None = None  # the last rendered frames of every env
         self._started = False
         self.video = None
         if video_dir is not None and cfg.video_cfg.save_video and cfg.use_images:
@@ -122,6 +130,8 @@ class MetaWorldEnv(BatchedEnv):
         return out
 
     def _obs(self) -> Observation:
+        """The batch observation; envs whose episode has ended (``auto_reset: false``) keep their last
+        frames instead of being rendered again (nothing reads them, and rendering is the cost here)."""
         state = select_state(self._state, self.cfg.state_type)
         obs: Observation = {
             "state": torch.as_tensor(state, dtype=torch.float32),
@@ -129,7 +139,13 @@ class MetaWorldEnv(BatchedEnv):
             "task_id": torch.as_tensor(self.task_ids, dtype=torch.int64),
         }
         if self.cfg.use_images:
-            obs["images"] = torch.from_numpy(self._render(np.arange(self.num_envs)))
+            live = np.nonzero(~self._dead)[0]
+            if self._frames is None or len(live) == self.num_envs:
+                self._frames = self._render(np.arange(self.num_envs))
+            elif len(live):
+                self._frames = self._frames.copy()
+                self._frames[live] = self._render(live)
+            obs["images"] = torch.from_numpy(self._frames)
         return obs
 
     # ------------------------------------------------------------------ reset
@@ -184,12 +200,15 @@ class MetaWorldEnv(BatchedEnv):
             for i in np.nonzero(~ended)[0]:
                 obs, r, _, _, info = self.envs[i].step(acts[i, c])
                 self._state[i] = obs
+                succeeded = bool(info["success"])
+                if self.cfg.reward_signal == "success":  # the outcome, once: the return is success_once
+                    r = float(succeeded and not self._success[i])
                 r = float(r) * self.cfg.reward_scale
                 rewards[i, c] = r
                 self._return[i] += r
                 self._steps[i] += 1
-                self._success[i] |= bool(info["success"])
-                if bool(info["success"]) and not self.cfg.ignore_terminations:
+                self._success[i] |= succeeded
+                if succeeded and not self.cfg.ignore_terminations:
                     terminated[i] = True
                 elif self._steps[i] >= self.cfg.max_episode_steps:
                     truncated[i] = True
@@ -243,6 +262,7 @@ class MetaWorldEnv(BatchedEnv):
                 k: getattr(self, k).copy()
                 for k in ("_state", "_steps", "_return", "_success", "_dead", "_layout_ids")
             },
+            "frames": None if self._frames is None else self._frames.copy(),
             "started": self._started,
         }
 
@@ -262,12 +282,14 @@ class MetaWorldEnv(BatchedEnv):
         self.rng.bit_generator.state = state["rng"]
         for k, v in state["arrays"].items():
             setattr(self, k, v.copy())
+        frames = state.get("frames")
+        self._frames = None if frames is None else frames.copy()
         self._started = state["started"]
 
     def close(self) -> None:
         if self.video is not None:
             self.video.close()
-        for r in self.renderers:
+        for r in {id(r): r for r in self.renderers}.values():
             r.close()
         self.renderers = []
         for env in self.envs:

@@ -32,8 +32,10 @@ def evaluate_in_metaworld(
     max_episode_steps: int = 150,
     num_envs: int | None = None,
     seed: int = 1000,
+    layout_seed: int = 0,
 ) -> dict[str, dict[str, float]]:
-    """Run rounds of batched episodes until every task has ``episodes_per_task``; per-task success."""
+    """Run rounds of batched episodes until every task has ``episodes_per_task``; per-task success.
+    Layouts are drawn (by ``seed``) from the 50 per task of ``layout_seed`` (``EnvConfig.layout_seed``)."""
     from policy_and_value.envs.metaworld_env import MetaWorldEnv
 
     num_envs = num_envs or len(tasks) * min(episodes_per_task, 10)
@@ -41,7 +43,7 @@ def evaluate_in_metaworld(
     cfg = EnvConfig(
         env_type="metaworld", tasks=tasks, num_envs=num_envs, num_action_chunks=policy.num_action_chunks,
         max_episode_steps=max_episode_steps, auto_reset=False, cameras=cameras, image_size=image_size,
-        state_type=state_type,
+        state_type=state_type, layout_seed=layout_seed,
     )  # fmt: skip
     env = MetaWorldEnv(cfg, num_envs, seed=seed)
     results: dict[str, list[bool]] = defaultdict(list)
@@ -81,12 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-episode-steps", type=int, default=150)
     p.add_argument("--num-envs", type=int, default=None)
     p.add_argument("--seed", type=int, default=1000)
+    p.add_argument(
+        "--layout-seed", type=int, default=0, help="which 50 layouts per task (another than training's: unseen ones)"
+    )  # fmt: skip
     args = p.parse_args(argv)
     start = time.time()
     policy = from_pretrained(args.model_dir)
     res = evaluate_in_metaworld(
         policy, args.tasks, args.episodes, args.cameras, args.image_size, args.state_type,
-        args.max_episode_steps, args.num_envs, args.seed,
+        args.max_episode_steps, args.num_envs, args.seed, args.layout_seed,
     )  # fmt: skip
     print("| task | episodes | success |\n|---|---|---|")
     for task, r in res.items():

@@ -25,6 +25,7 @@ from policy_and_value.algorithms import (
     compute_gae,
     explained_variance,
     group_returns,
+    mixed_groups,
     normalise_in_groups,
     normalize_advantages,
     ppo_policy_loss,
@@ -33,6 +34,7 @@ from policy_and_value.algorithms import (
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.envs.base import EnvSpec
 from policy_and_value.offline.anchor import OfflineAnchor
+from policy_and_value.offline.replay import ImitationReplay
 from policy_and_value.workers.base import Worker
 from policy_and_value.workers.trajectory import cat_shards, flatten_time, take
 
@@ -49,10 +51,11 @@ class _Evaluate(nn.Module):
         batch: dict[str, Any],
         imitation: dict[str, Any] | None = None,
         offline: dict[str, Any] | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor | None]:
+        replay: dict[str, Any] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """RL: (log-prob, value, entropy) of the recorded chunks. IL: (flow-matching loss on the
         ``imitation`` batch, value of the recorded observation, zero entropy). Both then add the
-        flow-matching loss on the ``offline`` batch (None without one)."""
+        flow-matching losses on the ``offline`` and ``replay`` batches (None without one)."""
         if imitation is None:
             out = self.policy.evaluate(batch)
         else:
@@ -60,7 +63,8 @@ class _Evaluate(nn.Module):
             no_entropy = torch.zeros(imitation["actions"].shape[0], device=loss.device)
             out = (loss, self.policy.critic(batch), no_entropy)
         offline_loss = None if offline is None else self.policy.flow_matching_loss(offline)
-        return (*out, offline_loss)
+        replay_loss = None if replay is None else self.policy.flow_matching_loss(replay)
+        return (*out, offline_loss, replay_loss)
 
 
 class ActorWorker(Worker):
@@ -86,6 +90,9 @@ class ActorWorker(Worker):
                 algo.offline_data_path, env.tasks, self.policy.num_action_chunks, env.state_type,
                 env.cameras, seed=cfg.runner.seed + 888 + rank,
             )  # fmt: skip
+        self.replay: ImitationReplay | None = None
+        if algo.imitation_replay_size > 0:
+            self.replay = ImitationReplay(algo.imitation_replay_size, seed=cfg.runner.seed + 999 + rank)
         self.model: nn.Module = _Evaluate(self.policy)
         self.group_ready = False
         self.train_steps = 0  # training steps done (critic warm-up counts them)
@@ -155,6 +162,11 @@ class ActorWorker(Worker):
         }
         if algo.train_mode == "IL":
             samples["actions"] = flatten_time(traj["actions"], T)
+        if self.replay is not None:  # this step's selected chunks join the replay before the update
+            chosen = self._selected(samples["advantages"], samples["loss_mask"]).nonzero().squeeze(-1)
+            picked = take({"obs": samples["obs"], "actions": samples["actions"]}, chosen)
+            self.replay.add(picked["obs"], picked["actions"])
+            metrics["train/actor/replay_size"] = float(len(self.replay))
         n = samples["loss_mask"].shape[0]
         per_rank = cfg.actor.global_batch_size // self.world_size
         micro = cfg.actor.micro_batch_size
@@ -209,10 +221,14 @@ class ActorWorker(Worker):
             )
         else:
             grouped = group_returns(traj["rewards"], mask, algo.group_size)
+            mixed = mixed_groups(grouped)
+            if algo.drop_uniform_groups:  # dynamic sampling: a group whose episodes all ended alike
+                mask = traj["loss_mask"] = mask * mixed.repeat_interleave(algo.group_size).to(mask.dtype)
             adv = normalise_in_groups(grouped, mask)  # = compute_grpo, returns computed once
             ret = grouped.reshape(1, -1) * mask.to(grouped.dtype)  # each step: its episode's return
             # how much the actions of one start differ in outcome: ~0 means GRPO normalises noise
             spread["rollout/group_return_std"] = float(grouped.std(1, unbiased=False).mean())
+            spread["rollout/mixed_group_fraction"] = float(mixed.float().mean())
         raw = adv
         if algo.normalize_advantages:
             adv = normalize_advantages(adv, mask, group=dist.group.WORLD if self.group_ready else None)
@@ -231,8 +247,8 @@ class ActorWorker(Worker):
         else:
             traj["values"] = traj["values"][:-1]
         sel_adv, sel_ret = raw[m], ret[m]
-        if sel_adv.numel() == 0:
-            return {}
+        if sel_adv.numel() == 0:  # e.g. every GRPO group dropped
+            return spread
         return {
             "rollout/advantages_mean": float(sel_adv.mean()),
             "rollout/advantages_max": float(sel_adv.max()),
@@ -260,10 +276,13 @@ class ActorWorker(Worker):
             with ctx:
                 mask = mb["loss_mask"]
                 offline = self.offline.sample(len(mb_idx), self.policy) if self.offline is not None else None
+                replayed = (
+                    self.replay.sample(len(mb_idx)) if self.replay is not None and len(self.replay) else None
+                )
                 if algo.train_mode == "IL":
                     imitation = self._imitation_batch(mb)
-                    fm_loss, value, entropy, offline_loss = self.model(
-                        {"obs": mb["obs"], **mb["replay"]}, imitation, offline
+                    fm_loss, value, entropy, offline_loss, replay_loss = self.model(
+                        {"obs": mb["obs"], **mb["replay"]}, imitation, offline, replayed
                     )
                     loss = fm_loss
                     pg_metrics = {
@@ -275,7 +294,7 @@ class ActorWorker(Worker):
                         "imitated_fraction": _masked_mean(imitation["action_mask"][:, 0].float(), mask),
                     }
                 else:
-                    logprob, value, entropy, offline_loss = self.model(
+                    logprob, value, entropy, offline_loss, replay_loss = self.model(
                         {"obs": mb["obs"], **mb["replay"]}, None, offline
                     )
                     loss, pg_metrics = ppo_policy_loss(
@@ -285,6 +304,9 @@ class ActorWorker(Worker):
                 if offline_loss is not None:  # the anchor on recorded episodes
                     loss = loss + algo.offline_data_coef * offline_loss
                     pg_metrics["offline_fm_loss"] = offline_loss.detach()
+                if replay_loss is not None:  # past steps' selected chunks
+                    loss = loss + algo.imitation_replay_coef * replay_loss
+                    pg_metrics["replay_fm_loss"] = replay_loss.detach()
                 ent = _masked_mean(entropy, mask)
                 if algo.entropy_bonus > 0:
                     loss = loss - algo.entropy_bonus * ent
@@ -330,11 +352,18 @@ class ActorWorker(Worker):
         drop = torch.rand(bins.shape, generator=self.shuffle_gen) < algo.advantage_dropout
         bins = torch.where(drop.to(bins.device), torch.full_like(bins, -1), bins)
         actions = mb["actions"]
-        keep = mb["loss_mask"].reshape(-1).to(actions.dtype)
-        if algo.imitation_min_advantage is not None:
-            keep = keep * (adv >= algo.imitation_min_advantage).to(keep.dtype)
+        keep = self._selected(mb["advantages"], mb["loss_mask"]).to(actions.dtype)
         action_mask = keep.reshape(-1, 1).expand(actions.shape[0], actions.shape[1])
         return {"obs": mb["obs"], "actions": actions, "advantage_bin": bins, "action_mask": action_mask}
+
+    def _selected(self, advantages: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
+        """bool [N]: the valid chunks whose advantage (mean over a chunk's actions) reaches
+        ``imitation_min_advantage`` (every valid chunk without one): what IL imitates."""
+        keep = loss_mask.reshape(-1).bool()
+        threshold = self.cfg.algorithm.imitation_min_advantage
+        if threshold is not None:
+            keep = keep & (advantages.reshape(advantages.shape[0], -1).mean(-1) >= threshold)
+        return keep
 
     def _update_obs_norm(self, state: torch.Tensor, mask: torch.Tensor) -> None:
         valid = state[mask.bool()]
@@ -365,6 +394,7 @@ class ActorWorker(Worker):
             "rng": self.get_rng_state(),
             "shuffle": self.shuffle_gen.get_state(),
             "offline": self.offline.gen.get_state() if self.offline is not None else None,
+            "replay": self.replay.state_dict() if self.replay is not None else None,
             "steps": self.train_steps,
         }
 
@@ -386,6 +416,8 @@ class ActorWorker(Worker):
         self.shuffle_gen.set_state(extra["shuffle"])
         if self.offline is not None and extra.get("offline") is not None:
             self.offline.gen.set_state(extra["offline"])
+        if self.replay is not None and extra.get("replay") is not None:
+            self.replay.load_state_dict(extra["replay"])
         self.train_steps = extra.get("steps", 0)
 
     def shutdown(self) -> None:

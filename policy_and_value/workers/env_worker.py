@@ -279,6 +279,7 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, float]:
             merged[k].extend(v)
     out = {k: float(np.mean(v)) for k, v in merged.items() if v}
     out["num_episodes"] = float(len(merged.get("return", [])))
+    out["episode_steps"] = float(sum(merged.get("episode_len", [])))  # env steps of the finished episodes
     if reward_count:
         out["reward"] = reward_sum / reward_count
     return out

@@ -117,3 +117,97 @@ def test_imitation_min_advantage_leaves_the_worse_chunks_out(observations):
     assert not torch.allclose(losses[0], losses[1])
     metrics = actor.train(shard)  # the logged share of imitated chunks is the kept share
     assert 0.0 < metrics["train/actor/imitated_fraction"] < 1.0
+
+
+def grouped_outcome_shard(observations) -> dict:
+    """One GRPO shard of 16 envs in 4 groups of 4: all fail, all succeed, and two mixed groups."""
+    shard = one_step_shard(make_actor(), observations)
+    shard["rewards"] = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0]], dtype=torch.float32)
+    return shard
+
+
+def grpo_actor(*overrides: str) -> ActorWorker:
+    return make_actor(
+        "algorithm.adv_type=grpo", "algorithm.group_size=4", "env.train.group_size=4",
+        "env.train.use_fixed_reset_state_ids=true", "env.train.auto_reset=false", *overrides,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("drop", [False, True])
+def test_uniform_groups_are_dropped_and_counted(observations, drop):
+    """Dynamic sampling: groups whose episodes all ended alike leave the loss mask (the two mixed groups
+    stay, with their GRPO advantages); the share of mixed groups is logged either way."""
+    shard = grouped_outcome_shard(observations)
+    actor = grpo_actor(f"algorithm.drop_uniform_groups={str(drop).lower()}")
+    traj = dict(shard, values=shard["values"].clone())
+    metrics = actor._advantages(traj)
+    assert metrics["rollout/mixed_group_fraction"] == 0.5
+    mixed = torch.tensor([False] * 8 + [True] * 8)
+    assert torch.equal(traj["loss_mask"][0].bool(), mixed if drop else torch.ones(ENVS, dtype=torch.bool))
+    adv = traj["advantages"][0]
+    assert torch.all(adv[:8] == 0)  # uniform groups: nothing to compare, dropped or not
+    assert torch.all(adv[8:][shard["rewards"][0, 8:] == 1] > 0) and torch.all(
+        adv[8:][shard["rewards"][0, 8:] == 0] < 0
+    )
+    if drop:  # filtered imitation then imitates exactly the successes of the mixed groups
+        il = grpo_actor(
+            "algorithm.drop_uniform_groups=true",
+            "algorithm.train_mode=IL",
+            "algorithm.imitation_min_advantage=0.0",
+        )
+        traj = dict(shard, values=shard["values"].clone())
+        il._advantages(traj)
+        mb = {"obs": observations, "actions": shard["actions"][0], "advantages": traj["advantages"][0],
+              "loss_mask": traj["loss_mask"][0]}  # fmt: skip
+        kept = il._imitation_batch(mb)["action_mask"][:, 0].bool()
+        assert torch.equal(kept, mixed & (shard["rewards"][0] == 1))
+
+
+def test_mixed_groups():
+    from policy_and_value.algorithms import mixed_groups
+
+    grouped = torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [0.0, 1.0, 0.0], [0.2, 0.2, 0.2 + 1e-3]])
+    assert mixed_groups(grouped).tolist() == [False, False, True, True]
+
+
+def test_a_step_whose_groups_all_ended_alike_updates_nothing(observations):
+    """Every group uniform: nothing is imitated, the weights stay, and the share of mixed groups is 0."""
+    shard = grouped_outcome_shard(observations)
+    shard["rewards"] = torch.tensor([[0.0] * 8 + [1.0] * 8])
+    actor = grpo_actor(
+        "algorithm.drop_uniform_groups=true",
+        "algorithm.train_mode=IL",
+        "algorithm.imitation_min_advantage=0.0",
+        "algorithm.offline_data_coef=0",  # no anchor: nothing else moves the weights
+    )
+    before = {k: v.clone() for k, v in actor.policy.state_dict().items()}
+    metrics = actor.train(shard)
+    assert metrics["rollout/mixed_group_fraction"] == 0.0 and metrics["train/actor/imitated_fraction"] == 0.0
+    changed = [k for k, v in actor.policy.state_dict().items() if not torch.equal(before[k], v)]
+    assert not changed, changed
+
+
+def test_imitation_replay_keeps_the_selected_chunks_and_imitates_them(observations):
+    """``imitation_replay_size``: each step's selected chunks (the successes of mixed groups) join the
+    replay, the oldest overwritten once it is full; every micro batch adds a flow-matching loss on
+    replayed chunks; the buffer and its draws come back from a saved state."""
+    from policy_and_value.offline.replay import ImitationReplay
+
+    shard = grouped_outcome_shard(observations)
+    actor = grpo_actor(
+        "algorithm.drop_uniform_groups=true", "algorithm.train_mode=IL", "algorithm.imitation_min_advantage=0.0",
+        "algorithm.imitation_replay_size=5", "algorithm.offline_data_coef=0",
+    )  # fmt: skip
+    metrics = actor.train(dict(shard))  # train trims the shard's values in place
+    successes = shard["actions"][0][[8, 13, 14]]  # the successes of the two mixed groups
+    assert metrics["train/actor/replay_size"] == 3.0 and metrics["train/actor/replay_fm_loss"] > 0
+    assert torch.equal(actor.replay.actions[:3], successes)
+    actor.train(dict(shard))
+    assert len(actor.replay) == 5 and actor.replay.added == 6  # the first chunk was overwritten
+    assert torch.equal(actor.replay.actions[0], successes[2]) and torch.equal(
+        actor.replay.actions[1:3], successes[1:]
+    )
+    restored = ImitationReplay(5, seed=0)
+    restored.load_state_dict(actor.replay.state_dict())
+    assert torch.equal(restored.sample(5)["actions"], actor.replay.sample(5)["actions"])
+    assert restored.sample(3)["obs"]["prompt"] == actor.replay.sample(3)["obs"]["prompt"]

@@ -249,6 +249,23 @@ BAD = [
         ["algorithm.offline_data_coef=1.0", "needs algorithm.offline_data_path"],
     ),
     (
+        "rl_metaworld_outcome",
+        ["algorithm.imitation_min_advantage=null"],
+        ["algorithm.train_mode='IL'", "with_advantage_condition", "imitation_min_advantage"],
+    ),
+    (
+        "rl_release",
+        ["algorithm.drop_uniform_groups=true"],
+        ["algorithm.drop_uniform_groups=True", "needs adv_type grpo, not gae"],
+    ),
+    ("rl_release", ["env.train.reward_signal=success"], ["env.train.reward_signal='success'", "metaworld"]),
+    (
+        "rl_metaworld_outcome",
+        ["env.train.reward_signal=sparse"],
+        ["env.train.reward_signal", "dense", "success"],
+    ),
+    ("rl_metaworld_outcome", ["env.eval.layout_seed=-1"], ["env.eval.layout_seed=-1"]),
+    (
         "ppo_pi0_metaworld",
         ["algorithm.offline_data_coef=1.0", "algorithm.offline_data_path=/no/such/episodes"],
         ["algorithm.offline_data_path='/no/such/episodes'", "no index.json"],

@@ -38,6 +38,7 @@ def test_observation_contract_two_cameras_and_prompts():
         assert obs["task_id"].tolist() == [0, 1, 0]
         assert obs["prompt"] == [PROMPTS["reach-v3"], PROMPTS["push-v3"], PROMPTS["reach-v3"]]
         assert env.spec.image_shape == (2, 32, 32) and env.spec.action_dim == 4
+        assert len({id(r) for r in env.renderers}) == 2  # one renderer per task, shared by its envs
         # the two views differ and frames are not blank
         assert not torch.equal(obs["images"][:, 0], obs["images"][:, 1])
         assert obs["images"].float().std() > 5
@@ -139,3 +140,47 @@ def test_tasks_go_round_robin_over_groups():
     assert assign_tasks(6, 3).tolist() == [0, 1, 2, 0, 1, 2]
     assert assign_tasks(6, 3, group_size=2).tolist() == [0, 0, 1, 1, 2, 2]
     assert assign_tasks(4, 3, rank=1, group_size=2).tolist() == [2, 2, 0, 0]  # global groups 2 and 3
+
+
+def test_success_reward_is_the_outcome_and_ended_envs_keep_their_frames():
+    """``reward_signal: success``: the scripted expert's episode returns exactly 1 (given at the step it
+    first succeeds, where it ends) and random actions return 0; once an episode has ended its frames are
+    no longer rendered but kept as they were."""
+    from toolkits.collect_episodes import expert_for
+
+    cfg = _cfg(tasks=["reach-v3"], reward_signal="success", max_episode_steps=150, auto_reset=False)
+    env = make_env(cfg, 2, seed=0)
+    expert = expert_for("reach-v3")
+    try:
+        env.reset()
+        rewards, alive, last_frame = [], torch.ones(2, dtype=torch.bool), None
+        while alive.any():
+            chunk = torch.zeros(2, 4, 4)
+            chunk[1] = torch.rand(4, 4) * 2 - 1
+            for c in range(4):  # the expert plans from the state at the chunk's start: fine for reach
+                chunk[0, c] = torch.as_tensor(expert.get_action(env._state[0]), dtype=torch.float32)
+            obs, r, terminated, truncated, _ = env.chunk_step(chunk)
+            rewards.append(r * alive[:, None])
+            if not alive[0] and last_frame is not None:
+                assert torch.equal(obs["images"][0], last_frame)
+            if alive[0] and terminated[0]:
+                last_frame = obs["images"][0].clone()
+            alive &= ~(terminated | truncated)
+        total = torch.cat(rewards, 1).sum(1)
+        assert total.tolist() == [1.0, 0.0] and last_frame is not None
+        assert set(torch.cat(rewards, 1).unique().tolist()) <= {0.0, 1.0}
+    finally:
+        env.close()
+
+
+def test_layout_seed_draws_other_layouts():
+    """The same reset state ids give other goal positions under another ``layout_seed``."""
+    goals = []
+    for layout_seed in (0, 1):
+        env = make_env(_cfg(tasks=["reach-v3"], layout_seed=layout_seed), 2, seed=0)
+        try:
+            obs, _ = env.reset(reset_state_ids=torch.tensor([0, 1]))
+            goals.append(obs["state"][:, -3:])
+        finally:
+            env.close()
+    assert not torch.allclose(goals[0], goals[1])
