@@ -24,6 +24,11 @@ overrides for every job; ``--arm-name`` labels the config's own arm (e.g. ``Meta
 train it there with ``env@env.train=metaworld_3tasks``). Each run's result is kept in ``OUT/<run>/result.json``
 with the resolved config it came from: a rerun with the same ``--out`` reuses every run whose config and
 episode count are unchanged, so adding a control or a seed runs only what is new (delete the file to redo one).
+
+The same arms measure RL in the real simulator when the config trains there, e.g. the outcome-driven
+recipe: ``--config rl_metaworld_outcome --no-real-ppo --arm-name Meta-World --controls shuffle reverse``
+(evaluation then runs on the eval env's ``layout_seed``, layouts training never saw, and the real-env
+steps are those the training episodes took).
 """
 
 from __future__ import annotations

@@ -11,14 +11,14 @@ from tests.runtime.jobs import run_and_read
 pytestmark = pytest.mark.slow
 SMALL = [
     "algorithm.num_group_envs=3",  # 24 envs: one layout per task
-    "env.train.max_episode_steps=40",
-    "algorithm.n_chunk_steps=10",
-    "actor.global_batch_size=120",
-    "actor.micro_batch_size=60",
+    "env.train.max_episode_steps=24",
+    "algorithm.n_chunk_steps=6",
+    "actor.global_batch_size=72",
+    "actor.micro_batch_size=72",
     "algorithm.imitation_replay_size=500",
     "env.eval.num_envs=3",
     "env.eval_episodes=3",
-    "env.eval.max_episode_steps=40",
+    "env.eval.max_episode_steps=24",
     "runner.val_check_interval=2",
     "runner.save_interval=2",
     "runner.progress_bar=false",
@@ -35,7 +35,7 @@ def test_outcome_job_trains_and_resumes_exactly(tmp_path: Path):
     for row in full:
         assert 0.0 <= row["rollout/mixed_group_fraction"] <= 1.0
         assert row["env/return"] == row["env/success_once"]  # the reward is the outcome
-        assert 0 < row["env/episode_steps"] <= 24 * 40
+        assert 0 < row["env/episode_steps"] <= 24 * 24
     assert "eval/success_once" in full[1]
     sizes = [r.get("train/actor/replay_size", 0.0) for r in full]
     assert sizes == sorted(sizes)  # the replay only grows (below its capacity)
