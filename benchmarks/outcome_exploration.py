@@ -4,7 +4,8 @@
         [--tasks reach-v3 button-press-topdown-v3 door-open-v3] [--groups-per-task 4] [--group-size 8] \\
         [--noise-levels 0.3 0.5 0.8] [--pi0 KEY=VALUE ...] [--seed 0]
 
-For every sampler (the policy's flow-SDE at each ``--noise-level``, plus the deterministic ODE), groups
+For every sampler (the policy's flow-SDE at each ``--noise-level``, plus the ODE, whose samples differ by
+their initial noise only), groups
 of ``--group-size`` envs start from one layout each (training layouts, ``layout_seed`` 0) and play one
 whole episode (150 steps, ending at success), as ``rl_metaworld_outcome`` rolls out. Prints per task the
 success of the samples and the share of groups whose samples did not all end alike (all succeeded or all
@@ -34,6 +35,7 @@ def group_outcomes(policy, tasks: list[str], groups_per_task: int, group_size: i
                    max_episode_steps: int, seed: int) -> np.ndarray:  # fmt: skip
     """bool [len(tasks) * groups_per_task, group_size]: success of each sample, groups task-major."""
     from policy_and_value.envs.metaworld_env import MetaWorldEnv
+    from policy_and_value.offline.evaluate import play_episodes
 
     n = len(tasks) * groups_per_task * group_size
     cfg = EnvConfig(
@@ -44,14 +46,7 @@ def group_outcomes(policy, tasks: list[str], groups_per_task: int, group_size: i
     env = MetaWorldEnv(cfg, n, seed=seed)
     torch.manual_seed(seed)
     try:
-        obs, _ = env.reset()
-        alive = torch.ones(n, dtype=torch.bool)
-        success = torch.zeros(n, dtype=torch.bool)
-        while alive.any():
-            actions = policy.predict(obs, mode="train").actions
-            obs, _, terminated, truncated, _ = env.chunk_step(actions.clamp(-1, 1))
-            success |= alive & terminated
-            alive &= ~(terminated | truncated)
+        success = play_episodes(policy, env, mode="train")  # rollouts sample as training does
         task_ids = np.asarray(env.task_ids)
     finally:
         env.close()
@@ -81,7 +76,7 @@ def main() -> None:
     from policy_and_value.models.pi0 import from_pretrained
 
     extra = {k: parse_value(v) for k, v in (kv.split("=", 1) for kv in args.pi0)}
-    samplers = [("ODE (deterministic)", {"noise_method": "flow_ode"})]
+    samplers = [("ODE (initial noise only)", {"noise_method": "flow_ode"})]
     samplers += [
         (f"flow-SDE {lvl}", {"noise_method": "flow_sde", "noise_level": lvl, **extra})
         for lvl in args.noise_levels

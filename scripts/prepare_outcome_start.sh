@@ -5,42 +5,26 @@
 #   bash scripts/prepare_outcome_start.sh [OUT]        (default OUT: logs/outcome_start)
 #
 # A few demonstrations leave the policy room to improve (roughly 10-60% success per task). Sizes can be
-# changed with environment variables (defaults = the shipped recipe): DEMOS=2 SUBSET_SEED=2 SFT_STEPS=1500
-# EVAL_EPISODES=50. Which 2 of the 20 demonstrations are kept decides a lot with so few: of subset seeds 0,
+# changed with environment variables (defaults = the shipped recipe): EPISODES=20 DEMOS=2 SUBSET_SEED=2
+# SFT_STEPS=1500 EVAL_EPISODES=50. Which 2 of the 20 demonstrations are kept decides a lot with so few: of subset seeds 0,
 # 1 and 2 only seed 2 left every task in that range (door-open reached 94% and 100% with seeds 0 and 1).
 # At the end it prints the override that points rl_metaworld_outcome at the result.
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$REPO"
-PY="$REPO/.venv/bin/python"
-[ -x "$PY" ] || { echo "no .venv here: run 'make install' first" >&2; exit 2; }
-export MUJOCO_GL="${MUJOCO_GL:-egl}"
-export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"
 
 OUT="${1:-logs/outcome_start}"
+EPISODES="${EPISODES:-20}"
 DEMOS="${DEMOS:-2}"
 SUBSET_SEED="${SUBSET_SEED:-2}"
 SFT_STEPS="${SFT_STEPS:-1500}"
 EVAL_EPISODES="${EVAL_EPISODES:-50}"
 TASKS=(reach-v3 button-press-topdown-v3 door-open-v3)
 CAMERAS=(corner gripperPOV)
-if [ -e "$OUT" ]; then echo "OUT=$OUT exists; choose a new directory" >&2; exit 2; fi
-mkdir -p "$OUT"
-
-declare -a STAGES=()
-stage() {  # stage NAME COMMAND...: run it, record its wall time
-  local name="$1" t0
-  shift
-  echo "== $name"
-  t0=$(date +%s)
-  "$@"
-  STAGES+=("$(printf '%-22s %6d s' "$name" $(( $(date +%s) - t0 )))")
-}
-START=$(date +%s)
+fresh_out "$OUT"
 
 # layouts of layout_seed 0 (the training layouts); evaluation uses layout_seed 1
 stage "collect demonstrations" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" \
-  --episodes-per-task 20 --action-noise 0.1 --cameras "${CAMERAS[@]}" --seed 7 --num-envs 12 \
+  --episodes-per-task "$EPISODES" --action-noise 0.1 --cameras "${CAMERAS[@]}" --seed 7 --num-envs 12 \
   --out "$OUT/demos20"
 stage "keep $DEMOS per task" "$PY" -m toolkits.episodes.subset --data "$OUT/demos20" --out "$OUT/demos" \
   --per-task "$DEMOS" --seed "$SUBSET_SEED"
@@ -49,8 +33,6 @@ stage "imitation policy" "$PY" -m policy_and_value.offline.train_sft offline/sft
 stage "success, unseen layouts" "$PY" -m policy_and_value.offline.evaluate --model-dir "$OUT/sft/policy" \
   --tasks "${TASKS[@]}" --episodes "$EVAL_EPISODES" --cameras "${CAMERAS[@]}" --layout-seed 1
 
-echo
-echo "prepare_outcome_start: done in $(( $(date +%s) - START )) s"
-printf '  %s\n' "${STAGES[@]}"
+print_stages prepare_outcome_start
 echo "train from it:"
 echo "  bash scripts/run_embodiment.sh rl_metaworld_outcome rollout.model_dir=$OUT/sft/policy"

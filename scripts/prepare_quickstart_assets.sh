@@ -10,12 +10,7 @@
 # The world model is the slow stage on a CPU (hours; about 11 minutes on one H100). At the end the script
 # prints the overrides that point configs/quickstart.yaml at the rebuilt models.
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$REPO"
-PY="$REPO/.venv/bin/python"
-[ -x "$PY" ] || { echo "no .venv here: run 'make install' first" >&2; exit 2; }
-export MUJOCO_GL="${MUJOCO_GL:-egl}"
-export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"
 
 OUT="${1:-logs/quickstart_assets}"
 EPISODES="${EPISODES:-40}"
@@ -25,19 +20,7 @@ VAE_STEPS="${VAE_STEPS:-3000}"
 DYN_STEPS="${DYN_STEPS:-4500}"
 TASKS=(reach-v3 drawer-close-v3 button-press-topdown-v3)
 CAMERAS=(corner gripperPOV)
-if [ -e "$OUT" ]; then echo "OUT=$OUT exists; choose a new directory" >&2; exit 2; fi
-mkdir -p "$OUT"
-
-declare -a STAGES=()
-stage() {  # stage NAME COMMAND...: run it, record its wall time
-  local name="$1" t0
-  shift
-  echo "== $name"
-  t0=$(date +%s)
-  "$@"
-  STAGES+=("$(printf '%-22s %6d s' "$name" $(( $(date +%s) - t0 )))")
-}
-START=$(date +%s)
+fresh_out "$OUT"
 
 stage "collect episodes" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" \
   --episodes-per-task "$EPISODES" --fail-fraction 0.3 --action-noise 0.1 --cameras "${CAMERAS[@]}" \
@@ -59,9 +42,7 @@ stage "world model: VAE" "$PY" -m world_models.train data.path="$OUT/episodes" o
 stage "world model: denoiser" "$PY" -m world_models.train data.path="$OUT/episodes" output_dir="$OUT/wm" \
   init_model_dir="$OUT/wm_vae/model" train.vae_steps=0 train.dynamics_steps="$DYN_STEPS"
 
-echo
-echo "prepare_quickstart_assets: done in $(( $(date +%s) - START )) s"
-printf '  %s\n' "${STAGES[@]}"
+print_stages prepare_quickstart_assets
 echo "run the quickstart on them:"
 echo "  bash scripts/run_embodiment.sh quickstart rollout.model_dir=$OUT/sft/policy \\"
 echo "    env.train.dynamics_model_config=$OUT/wm/model env.train.reward_model_config=$OUT/rm/model \\"

@@ -50,14 +50,7 @@ def evaluate_in_metaworld(
     policy.eval()
     try:
         while min(len(results[t]) for t in tasks) < episodes_per_task:
-            obs, _ = env.reset()
-            alive = torch.ones(num_envs, dtype=torch.bool)
-            success = torch.zeros(num_envs, dtype=torch.bool)
-            while alive.any():
-                actions = policy.predict(obs, mode="eval").actions
-                obs, _, terminated, truncated, _ = env.chunk_step(actions.clamp(-1, 1))
-                success |= alive & terminated  # terminated = the env reported success
-                alive &= ~(terminated | truncated)
+            success = play_episodes(policy, env, mode="eval")
             for i, task_id in enumerate(env.task_ids):
                 task = tasks[task_id]
                 if len(results[task]) < episodes_per_task:
@@ -65,6 +58,21 @@ def evaluate_in_metaworld(
     finally:
         env.close()
     return {t: {"episodes": len(results[t]), "success_rate": float(np.mean(results[t]))} for t in tasks}
+
+
+@torch.no_grad()
+def play_episodes(policy: BasePolicy, env, mode: str = "eval") -> torch.Tensor:
+    """Reset ``env`` (an ``auto_reset: false`` ``MetaWorldEnv``) and play one episode per env with
+    ``policy.predict(obs, mode)``; bool [num_envs]: whether each reported success before its limit."""
+    obs, _ = env.reset()
+    alive = torch.ones(env.num_envs, dtype=torch.bool)
+    success = torch.zeros(env.num_envs, dtype=torch.bool)
+    while alive.any():
+        actions = policy.predict(obs, mode=mode).actions
+        obs, _, terminated, truncated, _ = env.chunk_step(actions.clamp(-1, 1))
+        success |= alive & terminated  # terminated = the env reported success
+        alive &= ~(terminated | truncated)
+    return success
 
 
 def main(argv: list[str] | None = None) -> int:
