@@ -250,8 +250,13 @@ BAD = [
     ),
     (
         "rl_metaworld_outcome",
-        ["algorithm.imitation_min_advantage=null"],
+        ["algorithm.imitation_min_advantage=null", "algorithm.imitation_replay_size=0"],
         ["algorithm.train_mode='IL'", "with_advantage_condition", "imitation_min_advantage"],
+    ),
+    (
+        "rl_metaworld_outcome",
+        ["algorithm.imitation_min_advantage=null"],
+        ["algorithm.imitation_replay_size=4000", "needs algorithm.imitation_min_advantage"],
     ),
     (
         "rl_release",
