@@ -23,13 +23,6 @@ import torch
 from policy_and_value.config.schema import EnvConfig
 
 
-def parse_value(text: str):
-    """``--pi0`` values: numbers, booleans and bracketed lists as YAML reads them."""
-    import yaml
-
-    return yaml.safe_load(text)
-
-
 @torch.no_grad()
 def group_outcomes(policy, tasks: list[str], groups_per_task: int, group_size: int, cameras: list[str],
                    max_episode_steps: int, seed: int) -> np.ndarray:  # fmt: skip
@@ -73,9 +66,11 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
 
+    from wm_action_ranking import pi0_overrides  # the sibling benchmark's KEY=VALUE parser
+
     from policy_and_value.models.pi0 import from_pretrained
 
-    extra = {k: parse_value(v) for k, v in (kv.split("=", 1) for kv in args.pi0)}
+    extra = pi0_overrides(args.pi0)
     samplers = [("ODE (initial noise only)", {"noise_method": "flow_ode"})]
     samplers += [
         (f"flow-SDE {lvl}", {"noise_method": "flow_sde", "noise_level": lvl, **extra})

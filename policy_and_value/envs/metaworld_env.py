@@ -2,9 +2,10 @@
 
 Each env is a Meta-World task env whose goal/object layout is one of the task's 50 "train tasks"
 (the reset state id) of the MT1 benchmark built with ``layout_seed``: another seed gives 50 other
-layouts, so evaluation can run on layouts training never saw. Frames come from a ``mujoco.Renderer`` per env with fast settings (no
-multisampling, shadows or reflections) and are rendered only when an observation is returned (end of
-a chunk), except for envs being recorded to video. Corner-camera frames are rotated upright.
+layouts, so evaluation can run on layouts training never saw. Frames come from one ``mujoco.Renderer``
+per task (shared by its envs) with fast settings (no multisampling, shadows or reflections) and are
+rendered only when an observation is returned (end of a chunk) and only for envs whose episode goes on,
+except for envs being recorded to video. Corner-camera frames are rotated upright.
 
 ``state`` is Meta-World's 39-dim observation (hand xyz, gripper opening, object poses, the previous
 frame's values, goal) with ``state_type: full``, or the 4-dim proprioception (hand xyz, gripper)
