@@ -1,0 +1,279 @@
+"""Does imagination predict the real outcome of the policy's own rollouts? The gauge of world-model RL.
+
+    MUJOCO_GL=egl .venv/bin/python benchmarks/wm_outcome_gauge.py --config rl_release --starts data/gauge_starts \\
+        [--starts-per-task 9] [--samples 4] [--episode-steps 150] [--seed 0] [key=value ...]
+
+From each start (frame 0 of a recorded episode in ``--starts``, e.g. ``toolkits.collect_episodes`` of the
+config's tasks, cameras and image size: its layout is rebuilt in Meta-World from the episode's
+``reset_state_id``) the config's policy (``rollout.model_dir``) plays ``--samples`` whole episodes
+(``--episode-steps`` actions, ending at success) sampled as a training rollout draws them
+(``policy.predict(mode="train")``: the config's ``model.pi0`` noise), once in Meta-World (``env.eval``'s
+cameras and state, Meta-World's dense reward) and once in imagination (``env.train``: the world-model env,
+its dynamics model, reward model, rewards and success threshold, episodes from the start frame), with the
+same policy noise draws on both sides. Arms:
+
+- ``imagined``: the policy acts on the imagined frames, closed loop, as RL in imagination runs it;
+- ``imagined, real actions``: the actions the policy took in Meta-World replayed open loop in imagination
+  (how well the dynamics model simulates the consequences of given actions);
+- ``zero actions``: imagination with every action zero (what the start alone predicts through the model);
+- ``start frame``: the reward model's score of the start frame repeated ("repeat the last frame");
+- ``reward model, real frames``: the reward model on the real episode's frames (a ceiling: imagination
+  cannot rank outcomes better than its reward model does on the real frames).
+
+Per arm, over every (start, sample): ``AUC`` of the episode score (the highest reward-model score of the
+episode; ``AUC return``: the env's return) for real success; within one start, the Spearman correlation of
+the arm's return with real success, averaged over starts whose samples' real outcomes differ
+(``spearman succ``), and with Meta-World's dense return over all starts (``spearman MW``); an arm whose
+return does not vary within a start ranks nothing there and counts 0; ``spread``: the std of the arm's return
+among the samples of a start, averaged over starts (Meta-World's own: the ``real`` line). ``success``: the arm's success rate
+(imagined: the score reached ``success_threshold``). Then ``AUC`` per task of each arm. The torch work runs
+on ``--threads`` CPU threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import torch
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+ARMS = ["imagined", "imagined, real actions", "zero actions", "start frame", "reward model, real frames"]
+
+
+def auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Probability that a random success scores above a random failure (ties count half); nan if one class."""
+    from scipy.stats import rankdata
+
+    pos, neg = labels.sum(), (~labels).sum()
+    if pos == 0 or neg == 0:
+        return float("nan")
+    ranks = rankdata(scores)
+    return float((ranks[labels].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+
+def spearman_or_zero(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman correlation of ``a`` and ``b``; 0 when either does not vary (it ranks nothing)."""
+    from scipy.stats import spearmanr
+
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return 0.0
+    return float(spearmanr(a, b).statistic)
+
+
+def load_starts(root: str, tasks: list[str], per_task: int) -> dict[int, list[tuple[int, int]]]:
+    """Per task index, the first ``per_task`` starts as (episode index among the task's episodes, the way
+    ``WorldModelEnv`` numbers them; Meta-World layout id)."""
+    from toolkits.episodes import EpisodeDataset
+
+    data = EpisodeDataset(root, tasks=tasks)
+    starts: dict[int, list[tuple[int, int]]] = {t: [] for t in range(len(tasks))}
+    for i in range(len(data)):
+        meta = data.entries[i]  # index.json's copy of the episode's meta
+        t = tasks.index(meta["task"])
+        starts[t].append((len(starts[t]), int(meta["reset_state_id"])))
+    short = {tasks[t]: len(s) for t, s in starts.items() if len(s) < per_task}
+    if short:
+        raise SystemExit(f"--starts {root}: fewer than --starts-per-task {per_task} episodes of {short}")
+    return {t: s[:per_task] for t, s in starts.items()}
+
+
+@torch.no_grad()
+def play(env, obs: dict[str, Any], act, steps: int, scorer) -> dict[str, Any]:
+    """Play one episode per env from ``obs`` (the envs were just reset): ``act(k, obs)`` gives chunk k.
+    Per env: success, return, the reward-model score of the start frame, the highest and the last score
+    while alive (the env's own ``info['scores']`` where it has them, else ``scorer`` on the observed
+    frames), and the actions taken."""
+    n, first = env.num_envs, obs["images"]
+    alive, success = np.ones(n, bool), np.zeros(n, bool)
+    ret = np.zeros(n, np.float32)
+    start = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy()
+    best, last = start.copy(), start.copy()
+    actions = []
+    for k in range(-(-steps // env.chunk)):
+        chunk = act(k, obs).clamp(-1, 1)
+        actions.append(chunk)
+        obs, rewards, terminated, truncated, info = env.chunk_step(chunk)
+        if "scores" in info:
+            scores = info["scores"].max(1).values.numpy()
+        else:
+            scores = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy()
+        ret += np.where(alive, rewards.sum(1).numpy(), 0.0)
+        best = np.where(alive, np.maximum(best, scores), best)
+        last = np.where(alive, scores, last)
+        success |= alive & terminated.numpy()
+        alive &= ~(terminated | truncated).numpy()
+        if not alive.any():
+            break
+    return {"success": success, "return": ret, "max_score": best, "last_score": last,
+            "start_score": start, "start_images": first, "actions": torch.cat(actions, 1)}  # fmt: skip
+
+
+def assign_starts(
+    task_ids: np.ndarray, starts: dict[int, list[tuple[int, int]]], samples: int, first: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per env: the Meta-World layout and the world-model env's episode index of its start, and whether
+    its result counts. The ``samples`` envs of a group share a start; a task's groups take its starts
+    ``first``, ``first + 1``, ...; past the task's last start a group repeats it and does not count."""
+    n = len(task_ids)
+    layouts, ep_ids, keep = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool)
+    cursor: dict[int, int] = defaultdict(lambda: first)
+    for g in range(n // samples):
+        envs = slice(g * samples, (g + 1) * samples)
+        t = int(task_ids[g * samples])
+        s = cursor[t]
+        cursor[t] += 1
+        ep_ids[envs], layouts[envs] = starts[t][min(s, len(starts[t]) - 1)]
+        keep[envs] = s < len(starts[t])
+    return layouts, ep_ids, keep
+
+
+def play_round(
+    policy, real_env, wm_env, layouts: np.ndarray, ep_ids: np.ndarray, seed: int, steps: int, threshold: float
+) -> dict[str, dict[str, Any]]:
+    """Every arm's episodes from one batch of starts (``layouts`` in Meta-World, ``ep_ids`` in imagination)."""
+    scorer, c = wm_env.scorer, wm_env.chunk
+
+    def sampled(k: int, obs: dict[str, Any]) -> torch.Tensor:
+        return policy.predict(obs, mode="train").actions
+
+    def imagine(act, n_steps: int = steps) -> dict[str, Any]:
+        obs, _ = wm_env.reset(reset_state_ids=torch.as_tensor(ep_ids))
+        return play(wm_env, obs, act, n_steps, scorer)
+
+    obs, _ = real_env.reset(reset_state_ids=torch.as_tensor(layouts))
+    torch.manual_seed(seed)
+    real = play(real_env, obs, sampled, steps, scorer)
+    torch.manual_seed(seed)  # the same policy noise draws as in Meta-World
+    imagined = imagine(sampled)
+    taken = real["actions"]
+    start = imagined["start_score"]
+    return {
+        "real": real,
+        "imagined": imagined,
+        "imagined, real actions": imagine(lambda k, obs: taken[:, k * c : (k + 1) * c], taken.shape[1]),
+        "zero actions": imagine(lambda k, obs: torch.zeros_like(taken[:, :c])),
+        "start frame": {"return": start, "max_score": start, "success": start >= threshold},
+        "reward model, real frames": {
+            "return": real["last_score"], "max_score": real["max_score"], "success": real["max_score"] >= threshold,
+        },
+    }  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default="rl_release", help="a job whose env.train is a world-model env")
+    p.add_argument(
+        "--starts", required=True, help="recorded episodes of the tasks: frame 0 and layout of each"
+    )
+    p.add_argument("--starts-per-task", type=int, default=9)
+    p.add_argument("--samples", type=int, default=4, help="policy samples per start")
+    p.add_argument("--episode-steps", type=int, default=150, help="actions per episode (the task's horizon)")
+    p.add_argument("--starts-per-round", type=int, default=3, help="starts per task played at once")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    args, overrides = p.parse_known_args()
+    torch.set_num_threads(args.threads)
+
+    from policy_and_value.config import load_config
+    from policy_and_value.envs.metaworld_env import MetaWorldEnv
+    from policy_and_value.models.registry import make_policy
+    from world_models.env import WorldModelEnv
+
+    cfg = load_config(args.config, overrides)
+    wcfg, rcfg = cfg.env.train, cfg.env.eval
+    if wcfg.env_type != "world_model" or rcfg.env_type != "metaworld":
+        raise SystemExit(
+            f"--config {args.config}: env.train must be world_model and env.eval metaworld "
+            f"(got {wcfg.env_type}, {rcfg.env_type})"
+        )
+    for key in ("tasks", "cameras", "image_size", "state_type", "num_action_chunks"):
+        if getattr(wcfg, key) != getattr(rcfg, key):
+            raise SystemExit(
+                f"env.train.{key}={getattr(wcfg, key)} and env.eval.{key}={getattr(rcfg, key)} differ"
+            )
+    tasks = list(wcfg.tasks)
+    starts = load_starts(args.starts, tasks, args.starts_per_task)
+    per_round = min(args.starts_per_round, args.starts_per_task)
+    n = len(tasks) * per_round * args.samples
+    common = {"num_envs": n, "auto_reset": False, "max_episode_steps": args.episode_steps,
+              "group_size": args.samples, "use_fixed_reset_state_ids": False}  # fmt: skip
+    imagined = {
+        "reset_mode": "episode_start",
+        "dynamics_model_image_root": args.starts,
+        "visualize_wm_pred": False,
+    }
+    wm_env = WorldModelEnv(wcfg.model_copy(update={**common, **imagined}), n, seed=args.seed)
+    real_env = MetaWorldEnv(rcfg.model_copy(update={**common, "reward_signal": "dense"}), n, seed=args.seed)
+    if list(wm_env.task_ids) != list(real_env.task_ids):
+        raise SystemExit("the world-model and Meta-World envs assign tasks differently")
+    policy = make_policy(
+        cfg.model, wm_env.spec, cfg.algorithm.logprob_type, cfg.algorithm.reward_type == "action_level",
+        model_dir=cfg.rollout.model_dir,
+    )  # fmt: skip
+    policy.eval()
+
+    results: dict[str, dict[str, list]] = {a: defaultdict(list) for a in ["real", *ARMS]}
+    task_of: list[int] = []
+    begin = time.time()
+    n_rounds = -(-args.starts_per_task // per_round)
+    for r in range(n_rounds):
+        layouts, ep_ids, keep = assign_starts(wm_env.task_ids, starts, args.samples, r * per_round)
+        task_of += [int(t) for t in wm_env.task_ids[keep][:: args.samples]]
+        arms = play_round(
+            policy, real_env, wm_env, layouts, ep_ids, args.seed * 1000 + r, args.episode_steps,
+            wcfg.success_threshold,
+        )  # fmt: skip
+        for name, res in arms.items():
+            for key in ("return", "max_score", "success"):
+                results[name][key].extend(np.asarray(res[key])[keep].tolist())
+        gap = (arms["real"]["start_images"].float() - arms["imagined"]["start_images"].float()).abs().mean()
+        print(
+            f"round {r + 1}/{n_rounds}: start frames differ by {gap:.2f}/255, real success {arms['real']['success'][keep].mean():.2f}, imagined "
+            f"{arms['imagined']['success'][keep].mean():.2f} ({time.time() - begin:.0f} s)", flush=True,
+        )  # fmt: skip
+    real_env.close()
+    wm_env.close()
+    report(results, np.repeat(task_of, args.samples), args.samples, tasks)
+    print(f"\n{len(task_of)} starts x {args.samples} samples, {args.episode_steps}-step episodes, "
+          f"{time.time() - begin:.0f} s")  # fmt: skip
+
+
+def report(results: dict[str, dict[str, list]], task_of: np.ndarray, samples: int, tasks: list[str]) -> None:
+    """Print the agreement table over all starts and the AUC per task."""
+    succ = np.asarray(results["real"]["success"], bool)
+    mw = np.asarray(results["real"]["return"], np.float32)
+    groups = [slice(s, s + samples) for s in range(0, len(succ), samples)]
+    mixed = [g for g in groups if 0 < succ[g].sum() < samples]
+    print(f"\nreal success {succ.mean():.2f} over {len(succ)} episodes; {len(mixed)} of {len(groups)} starts "
+          f"with mixed outcomes\n")  # fmt: skip
+    print(
+        "| arm | AUC | AUC return | spearman succ | spearman MW | spread | success |\n|---|---|---|---|---|---|---|"
+    )
+    for arm in ["real", *ARMS]:
+        ret = np.asarray(results[arm]["return"], np.float32)
+        score = np.asarray(results[arm]["max_score"], np.float32)
+        rho_s = (
+            np.mean([spearman_or_zero(ret[g], succ[g].astype(np.float32)) for g in mixed])
+            if mixed
+            else np.nan
+        )
+        rho_mw = np.mean([spearman_or_zero(ret[g], mw[g]) for g in groups])
+        spread = np.mean([ret[g].std() for g in groups])
+        print(f"| {arm} | {auc(score, succ):.3f} | {auc(ret, succ):.3f} | {rho_s:.3f} | {rho_mw:.3f} | "
+              f"{spread:.4f} | {np.mean(results[arm]['success']):.2f} |")  # fmt: skip
+    print("\nAUC (episode score for real success) per task\n")
+    print("| task | real success | " + " | ".join(ARMS) + " |\n|---|---|" + "---|" * len(ARMS))
+    for t, task in enumerate(tasks):
+        m = task_of == t
+        cells = [f"{auc(np.asarray(results[a]['max_score'])[m], succ[m]):.3f}" for a in ARMS]
+        print(f"| {task} | {succ[m].mean():.2f} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

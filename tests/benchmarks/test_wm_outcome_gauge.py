@@ -1,0 +1,75 @@
+"""wm_outcome_gauge.py plays the same starts with the same policy noise in Meta-World and in imagination,
+and scores the agreement with rank statistics that count ties fairly."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+RESET_EPISODES = ROOT / "assets" / "quickstart" / "reset_episodes"  # 2 episodes per quickstart task
+
+
+@pytest.fixture(scope="module")
+def gauge():
+    spec = importlib.util.spec_from_file_location(
+        "wm_outcome_gauge", ROOT / "benchmarks" / "wm_outcome_gauge.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_auc_and_spearman_count_ties_and_constants(gauge):
+    labels = np.array([True, True, False, False])
+    assert gauge.auc(np.array([0.9, 0.8, 0.1, 0.2]), labels) == 1.0
+    assert gauge.auc(np.array([0.1, 0.2, 0.9, 0.8]), labels) == 0.0
+    assert gauge.auc(np.ones(4), labels) == 0.5  # a constant score ranks nothing
+    assert np.isnan(gauge.auc(np.arange(4.0), np.ones(4, bool)))  # one class: undefined
+    assert gauge.spearman_or_zero(np.ones(3), np.arange(3.0)) == 0.0
+    assert gauge.spearman_or_zero(np.arange(3.0), np.arange(3.0)) == pytest.approx(1.0)
+
+
+def test_assign_starts_gives_each_group_one_start_and_drops_repeats(gauge):
+    task_ids = np.array([0, 0, 1, 1, 0, 0, 1, 1])  # 4 groups of 2 samples, tasks alternating
+    starts = {0: [(0, 10), (1, 11), (2, 12)], 1: [(0, 20)]}
+    layouts, ep_ids, keep = gauge.assign_starts(task_ids, starts, samples=2, first=0)
+    assert layouts.tolist() == [10, 10, 20, 20, 11, 11, 20, 20]
+    assert ep_ids.tolist() == [0, 0, 0, 0, 1, 1, 0, 0]
+    assert keep.tolist() == [True, True, True, True, True, True, False, False]  # task 1 has one start only
+    layouts, _, keep = gauge.assign_starts(task_ids, starts, samples=2, first=2)
+    assert layouts[:2].tolist() == [12, 12] and not keep[2:].any()
+
+
+def test_same_starts_and_first_chunk_in_both_worlds(gauge, monkeypatch, capsys):
+    """Real and imagined episodes start from the same frames, and the policy's first sampled chunk (same
+    observation, same noise) is the same action in both; the tables come out for every arm."""
+    played = []
+    play_round = gauge.play_round
+
+    def recording(*args, **kwargs):
+        arms = play_round(*args, **kwargs)
+        played.append(arms)
+        return arms
+
+    monkeypatch.setattr(gauge, "play_round", recording)
+    argv = ["wm_outcome_gauge.py", "--config", "rl_release", "--starts", str(RESET_EPISODES), "--starts-per-task",
+            "2", "--samples", "2", "--starts-per-round", "1", "--episode-steps", "8"]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", argv)
+    gauge.main()
+    assert len(played) == 2  # 2 rounds of one start per task
+    for arms in played:
+        real, imagined = arms["real"], arms["imagined"]
+        assert torch.equal(real["start_images"], imagined["start_images"])
+        assert torch.equal(real["actions"][:, :4], imagined["actions"][:, :4])
+        assert not torch.equal(real["actions"][0::2, :4], real["actions"][1::2, :4])  # samples differ
+        assert real["actions"].shape == (6, 8, 4)
+    out = capsys.readouterr().out
+    assert "6 starts x 2 samples, 8-step episodes" in out
+    for arm in gauge.ARMS:
+        assert f"| {arm} |" in out
