@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -11,6 +12,9 @@ from policy_and_value.config.schema import JobConfig
 from policy_and_value.config.validate import ConfigError, validate_config
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+# mappings an override replaces instead of merging into (Hydra merges dicts): a placement given on the
+# command line is the whole placement, and ``{}`` is an empty one, not "keep the config's"
+REPLACED_MAPPINGS = ("cluster.component_placement",)
 
 
 def available_configs(config_dir: str | Path | None = None) -> dict[str, str]:
@@ -45,6 +49,7 @@ def compose_config(config_name: str, overrides: list[str], config_dir: str | Pat
         try:
             with initialize_config_dir(config_dir=str(root), version_base=None):
                 cfg = compose(config_name=config_name, overrides=overrides)
+            _replace_mappings(cfg, overrides)
             return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
         except (HydraException, OmegaConfBaseException) as err:
             line = " ".join(str(err).split())
@@ -58,6 +63,16 @@ def compose_config(config_name: str, overrides: list[str], config_dir: str | Pat
             bare = overrides[retry[0]].lstrip("+")
             overrides[retry[0]] = "+" + bare if missing else bare
     raise ConfigError(f"config error: overrides {overrides}: could not be applied")
+
+
+def _replace_mappings(cfg: Any, overrides: list[str]) -> None:
+    """Set each ``REPLACED_MAPPINGS`` key given as a dict override to exactly that dict."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    for override in OverridesParser.create().parse_overrides(overrides):
+        value = override.value()
+        if override.key_or_group in REPLACED_MAPPINGS and isinstance(value, dict):
+            OmegaConf.update(cfg, override.key_or_group, value, merge=False)
 
 
 def load_config(

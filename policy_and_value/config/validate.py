@@ -13,12 +13,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from policy_and_value.config.errors import ConfigError, config_error
 from policy_and_value.config.schema import EnvConfig, JobConfig
+from policy_and_value.config.sizes import check_sizes
 from policy_and_value.runtime.placement import PlacementError, parse_placement
-
-
-class ConfigError(ValueError):
-    """An invalid job config; the message is one line naming the key, the value and what is allowed."""
 
 
 def _lookup(data: Any, loc: tuple) -> Any:
@@ -63,11 +61,6 @@ def format_validation_error(err: ValidationError, data: dict, root: type[BaseMod
     return f"config error: {key}={value!r}: {msg[0].lower() + msg[1:]}"
 
 
-def config_error(key: str, value: Any, allowed: str) -> ConfigError:
-    """The one-line error for ``key`` having ``value``, saying what is allowed."""
-    return ConfigError(f"config error: {key}={value!r}: {allowed}")
-
-
 def check_episode_data(
     path: str, tasks: list[str] | None, path_key: str = "data.path", tasks_key: str = "data.tasks"
 ) -> Any:
@@ -105,6 +98,7 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
     _check_algorithm(cfg)
     _check_paths(cfg)
     _check_pi0(cfg)
+    check_sizes(cfg, _all_envs(cfg))
     _check_offline_data(cfg)
     _check_backends(cfg)
     return cfg
@@ -291,6 +285,15 @@ def _check_envs(cfg: JobConfig, ranks: dict[str, int]) -> None:
         )  # fmt: skip
 
 
+def _all_envs(cfg: JobConfig) -> list[tuple[str, EnvConfig]]:
+    """(key, config) of every env the job builds: the train groups (or env.train) and env.eval."""
+    train = cfg.env.train
+    envs = [(f"env.train.groups[{i}]", g) for i, (_, g) in enumerate(env_groups(train))] or [
+        ("env.train", train)
+    ]
+    return envs + ([("env.eval", cfg.env.eval)] if cfg.env.eval is not None else [])
+
+
 def _check_batches(cfg: JobConfig, ranks: dict[str, int]) -> None:
     actor, algo = cfg.actor, cfg.algorithm
     if actor.global_batch_size % (actor.micro_batch_size * ranks["actor"]):
@@ -419,7 +422,7 @@ def _check_pi0(cfg: JobConfig) -> None:
                 f"only used with model.policy_type pi0 or pi05, not {cfg.model.policy_type}",
             )
         return
-    from policy_and_value.models.pi0.configuration_pi0 import PRESETS, Pi0Config, make_config
+    from policy_and_value.models.pi0.configuration_pi0 import PRESETS, Pi0Config, Pi0ConfigError, make_config
 
     preset = options.pop("preset", "tiny")
     if preset not in PRESETS:
@@ -434,6 +437,8 @@ def _check_pi0(cfg: JobConfig) -> None:
             )
     try:
         make_config(preset, **options).validate()
+    except Pi0ConfigError as err:
+        raise config_error(f"model.pi0.{err.field}", err.value, err.allowed) from None
     except (TypeError, ValueError) as err:
         raise config_error("model.pi0", dict(cfg.model.pi0), str(err).removeprefix("Pi0Config: ")) from None
     model_dir = cfg.rollout.model_dir

@@ -24,6 +24,11 @@ def test_overrides_need_not_know_which_keys_a_file_sets():
     assert cfg.runner.progress_bar is False and cfg.model.pi0["noise_level"] == 0.2
 
 
+def test_placement_override_replaces_the_configs_placement():
+    cfg = load_config("rl_release", ["cluster.component_placement={env: 0, rollout: 0, actor: 0}"])
+    assert cfg.cluster.component_placement == {"env": 0, "rollout": 0, "actor": 0}
+
+
 def test_task_table_matches_installed_metaworld():
     # Meta-World's own benchmark tables (building metaworld.MT50() instead takes over a minute)
     from metaworld.env_dict import MT10_V3, MT50_V3
@@ -123,9 +128,35 @@ BAD = [
         ["model.pi0.noise_methd=flow_sde"],
         ["model.pi0.noise_methd", "did you mean 'model.pi0.noise_method'"],
     ),
-    ("ppo_pi0_metaworld", ["model.pi0.noise_method=gaussian"], ["model.pi0", "noise_method must be one of"]),
+    (
+        "ppo_pi0_metaworld",
+        ["model.pi0.noise_method=gaussian"],
+        ["model.pi0.noise_method='gaussian'", "flow_sde"],
+    ),
     ("ppo_pi0_metaworld", ["model.pi0.preset=huge"], ["model.pi0.preset='huge'", "tiny"]),
-    ("ppo_pi0_metaworld", ["model.pi0.num_steps=0"], ["model.pi0", "num_steps must be >= 1"]),
+    ("ppo_pi0_metaworld", ["model.pi0.num_steps=0"], ["model.pi0.num_steps=0", "must be >= 1"]),
+    # nested pi0 keys by their full path, with the numbers involved
+    ("rl_release", ["model.pi0.chunk_size=2"], ["model.pi0.chunk_size=2", "num_action_chunks=4"]),
+    ("rl_release", ["model.pi0.noise_method=flow_xyz"], ["model.pi0.noise_method='flow_xyz'", "flow_ode"]),
+    # sizes that must agree between config, envs and the saved policy, before Ray starts
+    ("rl_release", ["model.action_dim=7"], ["model.action_dim=7", "env.train (world_model) gives 4 actions"]),
+    (
+        "rl_release",
+        ["env.train.state_type=proprio"],
+        ["env.eval.state_type='full'", "39-dim", "proprio a 4-dim"],
+    ),
+    (
+        "rl_release",
+        ["env.train.state_type=proprio", "env.eval.state_type=proprio"],
+        ["rollout.model_dir=", "trained with state_dim=39", "gives 4"],
+    ),  # fmt: skip
+    # a placement override is the whole placement (Hydra would merge it into the config's)
+    (
+        "rl_release",
+        ["cluster.component_placement={}"],
+        ["cluster.component_placement={}", "no placement for env"],
+    ),
+    ("rl_release", ["cluster.component_placement={env: 0}"], ["no placement for rollout, actor"]),
     ("ppo_pi0_metaworld", ["rollout.model_dir=/tmp"], ["rollout.model_dir='/tmp'", "config.json"]),
     ("ppo_metaworld", ["+model.pi0.preset=tiny"], ["model.pi0", "only used with model.policy_type pi0"]),
     ("ppo_gym_cartpole", ["cluster.num_nodes=0"], ["cluster.num_nodes=0"]),

@@ -19,6 +19,14 @@ NORM_MODES = ("quantile", "mean_std", "none")
 PALIGEMMA_VOCAB_SIZE = 257_152
 
 
+class Pi0ConfigError(ValueError):
+    """An inconsistent ``Pi0Config`` field: ``field`` (its name), ``value`` and ``allowed`` (what would do)."""
+
+    def __init__(self, field_name: str, value: Any, allowed: str):
+        super().__init__(f"Pi0Config: {field_name}={value!r}: {allowed}")
+        self.field, self.value, self.allowed = field_name, value, allowed
+
+
 @dataclass
 class GemmaSpec:
     """Size of one Gemma tower (the PaliGemma language model or the action expert)."""
@@ -102,38 +110,51 @@ class Pi0Config:
         self.validate()
 
     def validate(self) -> None:
-        """Raise ValueError naming the first inconsistent field."""
+        """Raise ``Pi0ConfigError`` naming the first inconsistent field, its value and what is allowed."""
+        p, e = self.prefix, self.expert
         checks = [
-            (self.noise_method in NOISE_METHODS, f"noise_method must be one of {NOISE_METHODS}"),
-            (self.logprob_type in LOGPROB_TYPES, f"logprob_type must be one of {LOGPROB_TYPES}"),
-            (self.norm_mode in NORM_MODES, f"norm_mode must be one of {NORM_MODES}"),
-            (self.joint_logprob_reduce in ("mean", "sum"), "joint_logprob_reduce must be mean or sum"),
-            (self.dtype in ("float32", "bfloat16", "float16"), "dtype must be float32, bfloat16 or float16"),
-            (self.prefix.depth == self.expert.depth, "prefix and expert must have the same depth"),
+            ("noise_method", self.noise_method in NOISE_METHODS, f"allowed values: {', '.join(NOISE_METHODS)}"),
+            ("logprob_type", self.logprob_type in LOGPROB_TYPES, f"allowed values: {', '.join(LOGPROB_TYPES)}"),
+            ("norm_mode", self.norm_mode in NORM_MODES, f"allowed values: {', '.join(NORM_MODES)}"),
+            ("joint_logprob_reduce", self.joint_logprob_reduce in ("mean", "sum"), "allowed values: mean, sum"),
+            ("dtype", self.dtype in ("float32", "bfloat16", "float16"), "allowed values: float32, bfloat16, float16"),
+            ("expert", p.depth == e.depth, f"depth {e.depth} must equal the prefix's depth {p.depth}"),
             (
-                self.prefix.num_kv_heads == self.expert.num_kv_heads
-                and self.prefix.head_dim == self.expert.head_dim,
-                "prefix and expert must share num_kv_heads and head_dim (the expert reads the prefix KV)",
+                "expert", p.num_kv_heads == e.num_kv_heads and p.head_dim == e.head_dim,
+                f"num_kv_heads {e.num_kv_heads} and head_dim {e.head_dim} must equal the prefix's "
+                f"({p.num_kv_heads}, {p.head_dim}): the expert reads the prefix KV",
             ),
-            (self.expert.num_heads % self.expert.num_kv_heads == 0, "expert heads % kv heads != 0"),
-            (self.prefix.num_heads % self.prefix.num_kv_heads == 0, "prefix heads % kv heads != 0"),
-            (self.vision.image_size % self.vision.patch_size == 0, "image_size % patch_size != 0"),
-            (self.expert.width % 2 == 0, "expert width must be even (sinusoidal time embedding)"),
-            (1 <= self.num_action_chunks <= self.chunk_size, "need 1 <= num_action_chunks <= chunk_size"),
-            (1 <= self.action_dim <= self.max_action_dim, "need 1 <= action_dim <= max_action_dim"),
-            (0 <= self.state_dim <= self.max_state_dim, "need 0 <= state_dim <= max_state_dim"),
-            (self.num_steps >= 1, "num_steps must be >= 1"),
-            (self.noise_level >= 0, "noise_level must be >= 0"),
-            (0 < self.noise_std_range[0] <= self.noise_std_range[1], "noise_std_range must be 0 < lo <= hi"),
-            (self.lora_rank >= 1, "lora_rank must be >= 1"),
+            ("expert", e.num_heads % e.num_kv_heads == 0, f"num_heads {e.num_heads} must be a multiple of num_kv_heads {e.num_kv_heads}"),
+            ("prefix", p.num_heads % p.num_kv_heads == 0, f"num_heads {p.num_heads} must be a multiple of num_kv_heads {p.num_kv_heads}"),
             (
-                self.advantage_bin_edges == sorted(self.advantage_bin_edges),
-                "advantage_bin_edges must be sorted",
+                "vision", self.vision.image_size % self.vision.patch_size == 0,
+                f"image_size {self.vision.image_size} must be a multiple of patch_size {self.vision.patch_size}",
             ),
-        ]
-        for ok, message in checks:
+            ("expert", e.width % 2 == 0, f"width {e.width} must be even (sinusoidal time embedding)"),
+            (
+                "chunk_size", 1 <= self.num_action_chunks <= self.chunk_size,
+                f"must be >= num_action_chunks={self.num_action_chunks} (the actions executed per chunk), >= 1",
+            ),
+            (
+                "action_dim", 1 <= self.action_dim <= self.max_action_dim,
+                f"must be between 1 and max_action_dim={self.max_action_dim}",
+            ),
+            (
+                "state_dim", 0 <= self.state_dim <= self.max_state_dim,
+                f"must be between 0 and max_state_dim={self.max_state_dim}",
+            ),
+            ("num_steps", self.num_steps >= 1, "must be >= 1 (denoising steps per action chunk)"),
+            ("noise_level", self.noise_level >= 0, "must be >= 0"),
+            ("noise_std_range", 0 < self.noise_std_range[0] <= self.noise_std_range[1], "need 0 < low <= high"),
+            ("lora_rank", self.lora_rank >= 1, "must be >= 1"),
+            (
+                "advantage_bin_edges", self.advantage_bin_edges == sorted(self.advantage_bin_edges),
+                "must be sorted ascending",
+            ),
+        ]  # fmt: skip
+        for field_name, ok, allowed in checks:
             if not ok:
-                raise ValueError(f"Pi0Config: {message}")
+                raise Pi0ConfigError(field_name, getattr(self, field_name), allowed)
 
     # ------------------------------------------------------------------ derived sizes
     @property
