@@ -382,15 +382,12 @@ def _check_paths(cfg: JobConfig) -> None:
             raise config_error(
                 "runner.resume_dir", resume, "no such directory (expected .../checkpoints/global_step_N)"
             )
-        for needed in (
-            "runner_state.pt",
-            os.path.join("actor", ".metadata"),
-            os.path.join("rollout", "model.safetensors"),
-        ):
-            if not os.path.exists(os.path.join(resume, needed)):
-                raise config_error(
-                    "runner.resume_dir", resume, f"not a complete checkpoint: {needed} is missing"
-                )
+        from policy_and_value.runner.checkpoint import CheckpointError, verify_checkpoint
+
+        try:
+            verify_checkpoint(resume)
+        except CheckpointError as err:
+            raise config_error("runner.resume_dir", resume, f"not a complete checkpoint: {err}") from None
     if cfg.rollout.model_dir is not None and not os.path.exists(cfg.rollout.model_dir):
         raise config_error("rollout.model_dir", cfg.rollout.model_dir, "no such file or directory")
 

@@ -16,6 +16,58 @@ from typing import Any
 import torch
 
 RUNNER_STATE = "runner_state.pt"
+ROLLOUT_WEIGHTS = os.path.join("rollout", "model.safetensors")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that is missing, truncated or unreadable; the message names the file."""
+
+
+def verify_dcp_dir(dcp_dir: str) -> None:
+    """The DCP ``.metadata`` reads and every data file it points to holds the bytes it says it does."""
+    from torch.distributed.checkpoint import FileSystemReader
+
+    meta_path = os.path.join(dcp_dir, ".metadata")
+    if not os.path.isfile(meta_path):
+        raise CheckpointError(f"{meta_path}: missing")
+    try:
+        storage = FileSystemReader(dcp_dir).read_metadata().storage_data
+    except Exception as err:  # noqa: BLE001 - a truncated pickle raises anything from EOFError on
+        raise CheckpointError(f"{meta_path}: unreadable ({type(err).__name__}: {err})") from None
+    ends: dict[str, int] = {}
+    for info in storage.values():
+        ends[info.relative_path] = max(ends.get(info.relative_path, 0), info.offset + info.length)
+    for name, end in sorted(ends.items()):
+        path = os.path.join(dcp_dir, name)
+        if not os.path.isfile(path):
+            raise CheckpointError(f"{path}: missing (listed in {meta_path})")
+        if os.path.getsize(path) < end:
+            raise CheckpointError(
+                f"{path}: truncated ({os.path.getsize(path)} bytes, the metadata needs {end})"
+            )
+
+
+def verify_checkpoint(directory: str) -> None:
+    """Every file of a ``global_step_N`` checkpoint is present and complete, checked from headers and sizes
+    (nothing is loaded): the runner state's zip directory, the actor's DCP files, the rollout safetensors."""
+    import zipfile
+
+    from safetensors import safe_open
+
+    state = os.path.join(directory, RUNNER_STATE)
+    if not os.path.isfile(state):
+        raise CheckpointError(f"{state}: missing")
+    if not zipfile.is_zipfile(state):
+        raise CheckpointError(f"{state}: truncated or not a torch.save file")
+    verify_dcp_dir(os.path.join(directory, "actor"))
+    weights = os.path.join(directory, ROLLOUT_WEIGHTS)
+    if not os.path.isfile(weights):
+        raise CheckpointError(f"{weights}: missing")
+    try:
+        with safe_open(weights, "pt"):
+            pass
+    except Exception as err:  # noqa: BLE001 - safetensors raises its own error type for a bad header
+        raise CheckpointError(f"{weights}: unreadable ({err})") from None
 
 
 def step_dir(log_dir: str, step: int) -> str:

@@ -41,7 +41,9 @@ def test_task_table_matches_installed_metaworld():
 def checkpoint_missing_actor(tmp_path):
     d = tmp_path / "global_step_3"
     d.mkdir()
-    (d / "runner_state.pt").write_bytes(b"")
+    from policy_and_value.runner.checkpoint import save_runner_state
+
+    save_runner_state(str(d), 3, {})
     return str(d)
 
 
@@ -340,8 +342,38 @@ def test_bad_config_gives_one_clear_line(name, overrides, fragments):
 
 
 def test_resume_dir_that_is_not_a_checkpoint(checkpoint_missing_actor):
-    with pytest.raises(ConfigError, match=r"actor/\.metadata is missing"):
+    with pytest.raises(ConfigError, match=r"actor/\.metadata: missing"):
         load_config("ppo_gym_cartpole", [f"runner.resume_dir={checkpoint_missing_actor}"])
+
+
+@pytest.fixture()
+def complete_checkpoint(tmp_path):
+    """A small checkpoint laid out as the runner writes one: runner state, actor DCP, rollout safetensors."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+    from safetensors.torch import save_file
+
+    from policy_and_value.runner.checkpoint import save_runner_state
+
+    d = tmp_path / "global_step_3"
+    (d / "rollout").mkdir(parents=True)
+    save_runner_state(str(d), 3, {"rng": list(range(1000))})
+    weights = {"w": torch.randn(64, 64), "b": torch.randn(64)}
+    dcp.save({"model": weights}, checkpoint_id=str(d / "actor"))
+    save_file(weights, str(d / "rollout" / "model.safetensors"))
+    return d
+
+
+@pytest.mark.parametrize(
+    "damaged", ["runner_state.pt", "actor/__0_0.distcp", "actor/.metadata", "rollout/model.safetensors"]
+)
+def test_truncated_checkpoint_file_is_named_before_ray_starts(complete_checkpoint, damaged):
+    load_config("ppo_gym_cartpole", [f"runner.resume_dir={complete_checkpoint}"])  # complete: accepted
+    path = complete_checkpoint / damaged
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(ConfigError) as e:
+        load_config("ppo_gym_cartpole", [f"runner.resume_dir={complete_checkpoint}"])
+    assert "\n" not in str(e.value) and f"{path}:" in str(e.value), str(e.value)
 
 
 def test_cli_rejects_bad_override_with_exit_2_before_starting_ray():

@@ -63,3 +63,19 @@ def test_convert_missing_checkpoint_is_one_line_error(tmp_path):
     )
     assert proc.returncode == 2
     assert "--dcp_path=" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("damaged", ["__0_0.distcp", ".metadata"])
+def test_convert_truncated_checkpoint_is_one_line_error_naming_the_file(checkpoint, tmp_path, damaged):
+    _, step = checkpoint
+    path = step / "actor" / damaged
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--dcp_path", str(step), "--output_path", str(tmp_path / "x.pt")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert str(path) in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "x.pt").exists()

@@ -16,6 +16,8 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.metadata import TensorStorageMetadata
 
+from policy_and_value.runner.checkpoint import verify_dcp_dir
+
 MODEL_PREFIX = "model."
 DEFAULT_FILENAME = "model_state_dict.pt"
 
@@ -40,7 +42,8 @@ def resolve_output_path(path: str) -> str:
 
 
 def load_model_state_dict(dcp_dir: str) -> dict[str, torch.Tensor]:
-    """Read the ``model`` tensors of a DCP checkpoint into CPU tensors."""
+    """Read the ``model`` tensors of a DCP checkpoint into CPU tensors (its files checked complete first)."""
+    verify_dcp_dir(dcp_dir)
     reader = dcp.FileSystemReader(dcp_dir)
     meta = reader.read_metadata().state_dict_metadata
     template: dict[str, torch.Tensor] = {}
