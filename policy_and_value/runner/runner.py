@@ -170,7 +170,7 @@ class EmbodiedRunner:
         return metrics
 
     def step(self) -> dict[str, float]:
-        """One training step; returns its metrics (tags as in ARCHITECTURE.md)."""
+        """One training step; returns its metrics (``env/*``, ``rollout/*``, ``train/*``, ``time/*`` tags, as metrics.jsonl and TensorBoard get them)."""
         wall0 = time.time()
         t0 = time.perf_counter()
         self.sync_weights()
@@ -352,16 +352,28 @@ class EmbodiedRunner:
             if os.path.isdir(path):
                 count = sum(name.endswith(".mp4") for _, _, names in os.walk(path) for name in names)
                 lines.append(f"  {label:12s} {path} ({count} mp4)")
-        keys = sorted(k for k in {*self.first_eval, *self.last_eval} if k.endswith("/success_once"))
-        keys += [k for k in ("eval/return",) if k in self.first_eval or k in self.last_eval]
-        if keys:
-            lines.append("  eval in the real env        before -> after")
-        for key in keys:
-            before = self.first_eval.get(key, float("nan"))
-            after = self.last_eval.get(key, float("nan"))
-            lines.append(f"    {key.removeprefix('eval/'):28s} {before:6.3f} -> {after:6.3f}")
+        lines += eval_summary(self.first_eval, self.last_eval)
         lines.append("=" * 72)
         return "\n".join(lines)
+
+
+def eval_summary(first: dict[str, float], last: dict[str, float]) -> list[str]:
+    """Summary lines of eval success (and return) before training and after the last evaluation; with one
+    of the two missing, the one that ran and why the other did not."""
+    keys = sorted(k for k in {*first, *last} if k.endswith("/success_once"))
+    keys += [k for k in ("eval/return",) if k in first or k in last]
+    if not keys:
+        return []
+    if first and last:
+        lines = ["  eval in the real env        before -> after"]
+        return lines + [
+            f"    {k.removeprefix('eval/'):28s} {first.get(k, float('nan')):6.3f} -> {last.get(k, float('nan')):6.3f}"
+            for k in keys
+        ]
+    which = "before training (no evaluation ran after it)" if first else "after training"
+    return [f"  eval in the real env, {which}"] + [
+        f"    {k.removeprefix('eval/'):28s} {(first or last)[k]:6.3f}" for k in keys if k in (first or last)
+    ]
 
 
 def interval_union(intervals: list[tuple[float, float]], start: float, end: float) -> float:

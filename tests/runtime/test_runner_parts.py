@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from policy_and_value.runner import checkpoint as ckpt
-from policy_and_value.runner.runner import EmbodiedRunner, Stream, interval_union
+from policy_and_value.runner.runner import EmbodiedRunner, Stream, eval_summary, interval_union
 
 
 def test_interval_union_merges_overlaps_and_clips():
@@ -14,6 +14,19 @@ def test_interval_union_merges_overlaps_and_clips():
     assert interval_union([(1, 3), (2, 4), (6, 7)], 0, 10) == pytest.approx(4.0)
     assert interval_union([(-5, 2), (9, 20)], 0, 10) == pytest.approx(3.0)
     assert interval_union([(3, 3), (5, 4)], 0, 10) == 0
+
+
+def test_eval_summary_never_prints_nan():
+    before, after = (
+        {"eval/success_once": 0.25, "eval/return": 1.0},
+        {"eval/success_once": 0.5, "eval/return": 2.0},
+    )
+    lines = eval_summary(before, after)
+    assert "0.250 ->  0.500" in lines[1] and "before -> after" in lines[0]
+    only_first = eval_summary(before, {})  # no evaluation after the first one
+    assert "no evaluation ran after it" in only_first[0] and "nan" not in "".join(only_first)
+    assert "0.250" in only_first[1]
+    assert eval_summary({}, {}) == []
 
 
 class _Group:
