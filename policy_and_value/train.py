@@ -1,7 +1,8 @@
 """Command-line entry: ``python -m policy_and_value.train CONFIG [key=value ...]`` (see scripts/run_embodiment.sh).
 
 The config is composed and validated before Ray or any model is imported, so a bad key fails in a
-second with one line on stderr and exit code 2.
+second with one line on stderr and exit code 2. A job that fails later (a worker's error) ends with one
+line naming the worker and the cause, exit code 1, the traceback in ``<log_dir>/error.log``.
 """
 
 from __future__ import annotations
@@ -28,11 +29,15 @@ def main(argv: list[str] | None = None) -> int:
         print(err, file=sys.stderr)
         return 2
     from policy_and_value.runner import run_job
+    from policy_and_value.runner.failure import JobFailed
 
     try:
         run_job(cfg)
     except KeyboardInterrupt:
         return 130
+    except JobFailed as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -10,6 +10,11 @@ from typing import Any
 
 def write_json_atomically(path: str, data: Any) -> None:
     """``json.dump(data)`` to ``path`` via ``path.tmp`` and a rename."""
+    write_text_atomically(path, json.dumps(data, indent=1))
+
+
+def write_text_atomically(path: str, text: str) -> None:
+    """``text`` to ``path`` via ``path.tmp`` and a rename."""
     with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=1)
+        f.write(text)
     os.replace(path + ".tmp", path)

@@ -19,6 +19,7 @@ import yaml
 
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.runner import checkpoint as ckpt
+from policy_and_value.runner.failure import record_failure
 from policy_and_value.runner.metric_logger import MetricLogger
 from policy_and_value.runtime.cluster import Cluster
 from policy_and_value.runtime.placement import parse_placement
@@ -399,7 +400,8 @@ def _postfix(metrics: dict[str, float]) -> dict[str, str]:
 
 
 def run_job(cfg: JobConfig) -> EmbodiedRunner:
-    """Run a validated job end to end; workers are shut down on success, error and Ctrl-C."""
+    """Run a validated job end to end; workers are shut down on success, error and Ctrl-C. An error becomes
+    ``JobFailed`` (one line naming the worker and the cause; the traceback in ``<log_dir>/error.log``)."""
     runner = EmbodiedRunner(cfg)
     try:
         runner.setup()
@@ -407,6 +409,8 @@ def run_job(cfg: JobConfig) -> EmbodiedRunner:
     except KeyboardInterrupt:
         print("interrupted: shutting down workers", flush=True)
         raise
+    except Exception as err:
+        raise record_failure(err, runner.log_dir) from err
     finally:
         runner.shutdown()
     print(runner.summary(), flush=True)

@@ -34,15 +34,19 @@ class Cluster:
     def start(cls, cfg: ClusterConfig, object_store_memory: int = 512 * 1024**2) -> Cluster:
         """Join ``RAY_ADDRESS`` when set, else start a local cluster sized to this machine."""
         started = False
+        # workers' output (and a failed worker's traceback) stays in Ray's session logs: a failure reaches
+        # the user as one line (runner/failure.py) with the traceback in <log_dir>/error.log; errors of
+        # calls the runner never waited for, because another one failed first, are not printed either
+        os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
         if not ray.is_initialized():
             if os.environ.get("RAY_ADDRESS"):
-                ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=True)
+                ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False)
             else:
                 ray.init(
                     num_cpus=os.cpu_count() or 1,
                     object_store_memory=object_store_memory,
                     include_dashboard=False,
-                    log_to_driver=True,
+                    log_to_driver=False,
                     logging_level=logging.WARNING,
                     runtime_env={"env_vars": {"MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}},
                 )

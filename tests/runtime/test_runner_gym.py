@@ -7,6 +7,7 @@ import ray
 
 from policy_and_value.config import load_config
 from policy_and_value.runner import run_job
+from policy_and_value.runner.failure import JobFailed
 from tests.runtime.jobs import run_and_read
 
 pytestmark = pytest.mark.slow
@@ -81,6 +82,9 @@ def test_worker_error_shuts_down_cleanly(tmp_path):
         "ppo_gym_cartpole",
         [*TINY, f"runner.logger.log_path={tmp_path}", "env.train.tasks=[NoSuchEnv-v0]", "runner.max_steps=1"],
     )
-    with pytest.raises(Exception, match="NoSuchEnv"):
+    with pytest.raises(
+        JobFailed, match=r"job failed in env_0:EnvWorker\.__init__ died while starting: .*NoSuchEnv"
+    ):
         run_job(cfg)
     assert not ray.is_initialized()
+    assert "NoSuchEnv" in (tmp_path / "ppo_gym_cartpole" / "error.log").read_text()

@@ -1,0 +1,67 @@
+"""A worker that fails stops the job with one line naming the worker and the cause; the traceback goes to
+``<log_dir>/error.log`` and Ray is shut down."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from ray.exceptions import RayTaskError
+
+from policy_and_value.runner.failure import describe_failure, record_failure
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_task_error_names_the_worker_method_and_the_cause():
+    err = RayTaskError(
+        "chunk_step", "Traceback ...\nValueError: boom", ValueError("boom\nsecond line"),
+        proctitle="ray::env_0:EnvWorker.chunk_step", pid=12,
+    )  # fmt: skip
+    assert describe_failure(err) == "env_0:EnvWorker.chunk_step: ValueError: boom"
+    assert describe_failure(KeyError("x")) == "driver: KeyError: 'x'"
+
+
+def test_record_failure_writes_the_traceback(tmp_path):
+    try:
+        raise ValueError("disk on fire")
+    except ValueError as err:
+        failed = record_failure(err, str(tmp_path / "run"))
+    log = (tmp_path / "run" / "error.log").read_text()
+    assert "Traceback" in log and "disk on fire" in log
+    assert (
+        str(failed)
+        == f"job failed in driver: ValueError: disk on fire (traceback: {tmp_path / 'run' / 'error.log'})"
+    )
+
+
+def _raylets() -> set[int]:
+    out = subprocess.run(["pgrep", "-f", "ray/raylet"], capture_output=True, text=True).stdout
+    return {int(p) for p in out.split()}
+
+
+def test_worker_failing_at_start_is_one_line_and_leaves_no_ray_behind(tmp_path):
+    """The env worker cannot load its dynamics model (its config no longer matches the weights): a failure
+    only the worker can see, after Ray started."""
+    wm = tmp_path / "wm"
+    shutil.copytree(REPO / "assets" / "world_models" / "tiny_3tasks", wm)
+    config = json.loads((wm / "config.json").read_text())
+    config["vae"]["latent_channels"] = 8  # the weights have 16
+    (wm / "config.json").write_text(json.dumps(config))
+    before = _raylets()
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "run_embodiment.sh"), "rl_release", f"env.train.dynamics_model_config={wm}",
+         "runner.max_steps=1", f"runner.logger.log_path={tmp_path / 'logs'}"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln.lower() and "WARNING" not in ln]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert errors[0].startswith("error: job failed in env_0:EnvWorker.__init__ died while starting:"), errors[
+        0
+    ]
+    log = tmp_path / "logs" / "rl_release" / "error.log"
+    assert f"(traceback: {log})" in errors[0]
+    assert "dynamics_model.py" in log.read_text()  # the worker's own traceback is kept
+    assert _raylets() <= before  # this job's Ray is gone
