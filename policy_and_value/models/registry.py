@@ -1,4 +1,7 @@
-"""Policy classes by config name (``model.policy_type``); new policies register with a decorator."""
+"""Policy classes by config name (``model.policy_type``); new policies register with a decorator.
+
+The built-in ones are named here by module and function and imported when first asked for (pi0 imports
+transformers), so this module imports no policy package and no policy package imports it."""
 
 from __future__ import annotations
 
@@ -37,7 +40,9 @@ def make_policy(
     name = model_cfg.policy_type
     _register_builtin(name)
     if name not in _REGISTRY:
-        raise ValueError(f"model.policy_type={name!r}: allowed values: {', '.join(sorted(_REGISTRY))}")
+        raise ValueError(
+            f"model.policy_type={name!r}: allowed values: {', '.join(sorted({*BUILTIN, *_REGISTRY}))}"
+        )
     return _REGISTRY[name](
         model_cfg, spec, logprob_type=logprob_type, value_per_action=value_per_action, model_dir=model_dir
     )
@@ -60,9 +65,18 @@ def _actor_critic(
     return policy
 
 
+BUILTIN: dict[str, tuple[str, str]] = {  # policy_type -> (module, factory)
+    "mlp_actor_critic": (__name__, "_actor_critic"),
+    "cnn_actor_critic": (__name__, "_actor_critic"),
+    "pi0": ("policy_and_value.models.pi0.factory", "build_pi0_policy"),
+    "pi05": ("policy_and_value.models.pi0.factory", "build_pi05_policy"),
+}
+
+
 def _register_builtin(name: str) -> None:
-    """Register the built-in policies; pi0 (which imports transformers) only when it is asked for."""
-    _REGISTRY.setdefault("mlp_actor_critic", _actor_critic)
-    _REGISTRY.setdefault("cnn_actor_critic", _actor_critic)
-    if name in ("pi0", "pi05") and name not in _REGISTRY:
-        import policy_and_value.models.pi0  # noqa: F401  (registers pi0 and pi05)
+    """Register built-in policy ``name`` (importing its module) unless something registered it already."""
+    if name in BUILTIN and name not in _REGISTRY:
+        import importlib
+
+        module, factory = BUILTIN[name]
+        _REGISTRY[name] = getattr(importlib.import_module(module), factory)

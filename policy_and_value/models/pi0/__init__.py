@@ -1,6 +1,7 @@
 """pi0 / pi0.5 VLA policy (PaliGemma prefix + Gemma action expert, flow matching) for RL and imitation.
 
-Registers ``pi0`` and ``pi05`` with the policy registry on import.
+``model.policy_type: pi0`` / ``pi05`` build it through ``factory.build_pi0_policy`` / ``build_pi05_policy``
+(named in ``policy_and_value/models/registry.py``).
 """
 
 from policy_and_value.models.pi0.configuration_pi0 import (
@@ -23,10 +24,6 @@ from policy_and_value.models.pi0.weights import (
     save_pretrained,
     to_openpi_key,
 )
-from policy_and_value.models.registry import register_policy
-
-register_policy("pi0")(build_pi0_policy)
-register_policy("pi05")(build_pi05_policy)
 
 __all__ = [
     "PRESETS",
