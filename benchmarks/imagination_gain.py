@@ -126,7 +126,7 @@ def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, fl
 
 def train(cfg) -> tuple[str, float, int]:
     """Run the job; returns (final rollout weights, wall seconds, real-env steps during training)."""
-    from policy_and_value.config.validate import env_groups
+    from policy_and_value.config.env_checks import env_groups
     from policy_and_value.runner import run_job
 
     start = time.time()

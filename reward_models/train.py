@@ -21,8 +21,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from policy_and_value.config.validate import check_episode_data
-from policy_and_value.config.validate import config_error as _fail
+from policy_and_value.config.data_checks import check_episode_data
+from policy_and_value.config.errors import config_error as _fail
 from reward_models.config import RewardModelJob
 
 MODEL_DIR = "model"

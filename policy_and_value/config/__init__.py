@@ -1,8 +1,9 @@
 """Job configs: the typed schema, validation with one-line errors, and Hydra composition."""
 
+from policy_and_value.config.errors import ConfigError
 from policy_and_value.config.load import available_configs, compose_config, load_config
 from policy_and_value.config.schema import JobConfig
-from policy_and_value.config.validate import ConfigError, validate_config
+from policy_and_value.config.validate import validate_config
 
 __all__ = [
     "ConfigError",

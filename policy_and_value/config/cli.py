@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from policy_and_value.config.errors import ConfigError, format_validation_error
 from policy_and_value.config.load import compose_config
-from policy_and_value.config.validate import ConfigError, format_validation_error
 
 
 def job_cli(

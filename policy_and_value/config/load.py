@@ -8,8 +8,9 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from policy_and_value.config.errors import ConfigError
 from policy_and_value.config.schema import JobConfig
-from policy_and_value.config.validate import ConfigError, validate_config
+from policy_and_value.config.validate import validate_config
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 # mappings an override replaces instead of merging into (Hydra merges dicts): a placement given on the

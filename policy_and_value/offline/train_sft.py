@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch
 
-from policy_and_value.config.validate import check_episode_data
-from policy_and_value.config.validate import config_error as _fail
+from policy_and_value.config.data_checks import check_episode_data
+from policy_and_value.config.errors import config_error as _fail
 from policy_and_value.offline.config import SFTConfig
 
 CHECKPOINTS = "checkpoints"

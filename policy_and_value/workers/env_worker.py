@@ -113,7 +113,7 @@ class EnvWorker(Worker):
         """The env of one pipeline stage: ``n`` envs, or a ``MixedEnv`` of the groups' shares."""
         if not train.groups:
             return self._make_env(train, n, seed=seed, rank=rank)
-        from policy_and_value.config.validate import env_groups
+        from policy_and_value.config.env_checks import env_groups
         from policy_and_value.envs.mixed import MixedEnv
 
         parts = [

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from policy_and_value.config import ConfigError
 from policy_and_value.config.load import compose_config
-from policy_and_value.config.validate import ConfigError
 from policy_and_value.offline.augment import color_jitter, random_shift
 from policy_and_value.offline.config import SFTConfig
 from policy_and_value.offline.dataset import ChunkDataset

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
+from policy_and_value.config import ConfigError
 from policy_and_value.config.load import compose_config
-from policy_and_value.config.validate import ConfigError
 from reward_models import FrameScorer, RewardModelConfig, rewards_from_progress
 from reward_models.config import RewardModelJob
 from reward_models.label import label_dataset

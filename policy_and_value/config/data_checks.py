@@ -1,0 +1,80 @@
+"""Checks of the folders a job reads: recorded episodes (offline anchor data), the checkpoint to
+resume from, and the logger backends' packages."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any
+
+from policy_and_value.config.errors import config_error
+from policy_and_value.config.schema import JobConfig
+
+
+def check_episode_data(
+    path: str, tasks: list[str] | None, path_key: str = "data.path", tasks_key: str = "data.tasks"
+) -> Any:
+    """``path`` (the key ``path_key``) holds collected episodes with every task of ``tasks`` (the key
+    ``tasks_key``); returns the opened ``EpisodeDataset`` (every user of episode data starts with this)."""
+    from toolkits.episodes import EpisodeDataset
+
+    if not os.path.isfile(os.path.join(path, "index.json")):
+        raise config_error(
+            path_key, path, "no index.json here (write one with python -m toolkits.collect_episodes)"
+        )
+    dataset = EpisodeDataset(path)
+    missing = [t for t in tasks or [] if t not in dataset.tasks]
+    if missing:
+        raise config_error(tasks_key, tasks, f"{missing} not in the dataset {path}; it has {dataset.tasks}")
+    return dataset
+
+
+def check_paths(cfg: JobConfig) -> None:
+    """The checkpoint to resume from is complete (every file named if not) and ``rollout.model_dir`` exists."""
+    resume = cfg.runner.resume_dir
+    if resume is not None:
+        if not os.path.isdir(resume):
+            raise config_error(
+                "runner.resume_dir", resume, "no such directory (expected .../checkpoints/global_step_N)"
+            )
+        from policy_and_value.runner.checkpoint import CheckpointError, verify_checkpoint
+
+        try:
+            verify_checkpoint(resume)
+        except CheckpointError as err:
+            raise config_error("runner.resume_dir", resume, f"not a complete checkpoint: {err}") from None
+    if cfg.rollout.model_dir is not None and not os.path.exists(cfg.rollout.model_dir):
+        raise config_error("rollout.model_dir", cfg.rollout.model_dir, "no such file or directory")
+
+
+def check_offline_data(cfg: JobConfig) -> None:
+    """``algorithm.offline_data_coef`` > 0 anchors the policy to recorded episodes: they must cover
+    every train task and record the env's cameras."""
+    algo, env = cfg.algorithm, cfg.env.train
+    if algo.offline_data_coef == 0:
+        return
+    path = algo.offline_data_path
+    if path is None:
+        raise config_error(
+            "algorithm.offline_data_coef", algo.offline_data_coef,
+            "needs algorithm.offline_data_path (episodes written by python -m toolkits.collect_episodes)",
+        )  # fmt: skip
+    dataset = check_episode_data(path, env.tasks, "algorithm.offline_data_path", "env.train.tasks")
+    recorded = list(dataset.info.get("cameras", []))
+    missing = [c for c in env.cameras if c not in recorded]
+    if missing:
+        raise config_error(
+            "algorithm.offline_data_path", path,
+            f"records cameras {recorded}, not {missing} of env.train.cameras={env.cameras}",
+        )  # fmt: skip
+
+
+def check_backends(cfg: JobConfig) -> None:
+    """Each logger backend asked for has its package installed."""
+    for backend in cfg.runner.logger.logger_backends:
+        if backend != "tensorboard" and importlib.util.find_spec(backend) is None:
+            raise config_error(
+                "runner.logger.logger_backends",
+                backend,
+                f"{backend} is not installed (.venv/bin/pip install {backend})",
+            )

@@ -1,0 +1,199 @@
+"""Checks of ``env.train`` / ``env.eval``: env types, tasks, cameras, env groups, how many envs each
+rank and pipeline stage gets, and the world-model env's model and data folders."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from typing import Any
+
+from pydantic import ValidationError
+
+from policy_and_value.config.errors import ConfigError, config_error, format_validation_error
+from policy_and_value.config.schema import EnvConfig, JobConfig
+
+
+def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) -> None:
+    if env.env_type == "gym" and len(env.tasks) != 1:
+        raise config_error(f"{prefix}.tasks", env.tasks, "env_type gym takes exactly one gymnasium id")
+    if env.env_type == "metaworld":
+        from policy_and_value.envs.metaworld_tasks import MT50_TASKS
+
+        for t in env.tasks:
+            if t not in MT50_TASKS:
+                close = difflib.get_close_matches(t, MT50_TASKS, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise config_error(
+                    f"{prefix}.tasks", t, f"unknown Meta-World task; {hint}allowed: MT50 names like reach-v3"
+                )
+        for cam in env.cameras:
+            if cam not in (
+                "corner",
+                "corner2",
+                "corner3",
+                "corner4",
+                "topview",
+                "behindGripper",
+                "gripperPOV",
+            ):
+                raise config_error(
+                    f"{prefix}.cameras",
+                    cam,
+                    "allowed: corner, corner2, corner3, corner4, topview, behindGripper, gripperPOV",
+                )
+    elif env.reward_signal != "dense":
+        raise config_error(
+            f"{prefix}.reward_signal", env.reward_signal, f"applies to env_type metaworld, not {env.env_type}: set dense"
+        )  # fmt: skip
+    if env.env_type == "world_model":
+        _check_world_model_env(env, prefix)
+    if env.num_envs % ranks["env"]:
+        raise config_error(
+            f"{prefix}.num_envs", env.num_envs, f"must be divisible by the {ranks['env']} env ranks"
+        )
+    per_rank = env.num_envs // ranks["env"]
+    if per_rank % stages:
+        raise config_error(
+            f"{prefix}.num_envs", env.num_envs,
+            f"{per_rank} envs per env rank must be divisible by rollout.pipeline_stage_num={stages}",
+        )  # fmt: skip
+    if (per_rank // stages) % env.group_size:
+        raise config_error(
+            f"{prefix}.group_size", env.group_size,
+            f"must divide the {per_rank // stages} envs of each pipeline stage",
+        )  # fmt: skip
+
+
+def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
+    """Paths of the dynamics model, reset episodes and reward model; visualisation needs chunk rewards."""
+    for key, path, needed in (
+        ("dynamics_model_config", env.dynamics_model_config, "config.json"),
+        ("dynamics_model_image_root", env.dynamics_model_image_root, "index.json"),
+        ("reward_model_config", env.reward_model_config, "config.json"),
+    ):
+        if path is None:
+            raise config_error(
+                f"{prefix}.{key}", None, f"env_type world_model needs a directory with {needed}"
+            )
+        if not os.path.isfile(os.path.join(path, needed)):
+            raise config_error(f"{prefix}.{key}", path, f"no {needed} in this directory")
+    if env.reward_model_ckpt is not None and not os.path.isfile(env.reward_model_ckpt):
+        raise config_error(f"{prefix}.reward_model_ckpt", env.reward_model_ckpt, "no such file")
+    if env.visualize_wm_pred and not env.chunk_reward:
+        raise config_error(
+            f"{prefix}.visualize_wm_pred",
+            True,
+            f"requires {prefix}.chunk_reward=true (prediction videos are made with chunk rewards)",
+        )
+
+
+def apply_num_group_envs(cfg: JobConfig, ranks: dict[str, int]) -> JobConfig:
+    """``algorithm.num_group_envs`` sets env.train.num_envs (the groups' shares must add up to it)."""
+    algo = cfg.algorithm
+    if algo.num_group_envs is None:
+        return cfg
+    stages = cfg.rollout.pipeline_stage_num
+    total = algo.num_group_envs * algo.group_size * ranks["env"] * stages
+    shares = sum(int(g.get("num_envs", 0)) for g in cfg.env.train.groups)
+    if cfg.env.train.groups and shares != total:
+        raise config_error(
+            "algorithm.num_group_envs", algo.num_group_envs,
+            f"gives {total} train envs (x group_size {algo.group_size} x {ranks['env']} env ranks x {stages} "
+            f"stages) but env.train.groups' num_envs add up to {shares}",
+        )  # fmt: skip
+    train = cfg.env.train.model_copy(update={"num_envs": total})
+    return cfg.model_copy(update={"env": cfg.env.model_copy(update={"train": train})})
+
+
+# keys every env group shares with env.train (the runner and the policy see one env)
+
+
+SHARED_GROUP_KEYS = ("num_action_chunks", "auto_reset", "ignore_terminations", "groups")
+
+
+def env_groups(env: EnvConfig) -> list[tuple[str, EnvConfig]]:
+    """``env.groups`` resolved into (name, full config) pairs: env's keys with each group's overrides."""
+    base = env.model_dump(exclude={"groups"})
+    return [(str(g["name"]), _group_config(base, g)) for g in env.groups]
+
+
+def _group_config(base: dict[str, Any], group: dict[str, Any]) -> EnvConfig:
+    return EnvConfig.model_validate({**base, **{k: v for k, v in group.items() if k != "name"}})
+
+
+def _check_env_groups(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) -> None:
+    """Names, shares and keys of ``env.groups``; each group is then checked as an env of its own."""
+    base = env.model_dump(exclude={"groups"})
+    names, resolved = [], []
+    for i, group in enumerate(env.groups):
+        where = f"{prefix}.groups[{i}]"
+        if not isinstance(group.get("name"), str) or not group["name"]:
+            raise config_error(f"{where}.name", group.get("name"), "each env group needs a name")
+        if group["name"] in names:
+            raise config_error(f"{where}.name", group["name"], "group names must be unique")
+        names.append(group["name"])
+        if "num_envs" not in group:
+            raise config_error(f"{where}.num_envs", None, "each env group needs its share of num_envs")
+        for key in SHARED_GROUP_KEYS:
+            if key in group:
+                raise config_error(f"{where}.{key}", group[key], f"shared by all groups: set {prefix}.{key}")
+        unknown = sorted(set(group) - {"name"} - set(EnvConfig.model_fields))
+        if unknown:
+            raise config_error(f"{where}.{unknown[0]}", group[unknown[0]], "unknown env key")
+        try:
+            resolved.append(_group_config(base, group))
+        except ValidationError as err:
+            line = format_validation_error(err, group, EnvConfig)
+            raise ConfigError(line.replace("config error: ", f"config error: {where}.", 1)) from None
+    shares = sum(g.num_envs for g in resolved)
+    if shares != env.num_envs:
+        raise config_error(
+            f"{prefix}.num_envs", env.num_envs, f"must equal the sum of the groups' num_envs ({shares})"
+        )
+    for i, group in enumerate(resolved):
+        _check_env(group, f"{prefix}.groups[{i}]", ranks, stages)
+
+
+def check_envs(cfg: JobConfig, ranks: dict[str, int]) -> None:
+    """The train env (or each of its groups) and the eval env, and what they must share: chunk size,
+    stages that divide the env ranks, an eval env when evaluation is asked for."""
+    stages = cfg.rollout.pipeline_stage_num
+    if cfg.env.train.groups:  # the groups are the envs; env.train is their common template
+        _check_env_groups(cfg.env.train, "env.train", ranks, stages)
+    else:
+        _check_env(cfg.env.train, "env.train", ranks, stages)
+    if cfg.env.eval is not None and cfg.env.eval.groups:
+        raise config_error("env.eval.groups", cfg.env.eval.groups, "env groups are for training envs only")
+    if cfg.env.eval is not None:
+        _check_env(cfg.env.eval, "env.eval", ranks, stages)
+        if cfg.env.eval.num_action_chunks != cfg.env.train.num_action_chunks:
+            raise config_error(
+                "env.eval.num_action_chunks", cfg.env.eval.num_action_chunks,
+                f"must equal env.train.num_action_chunks={cfg.env.train.num_action_chunks} (one policy serves both)",
+            )  # fmt: skip
+    if (ranks["env"] * stages) % ranks["rollout"]:
+        raise config_error(
+            "rollout.pipeline_stage_num", stages,
+            f"env ranks x stages ({ranks['env']} x {stages}) must be a multiple of the {ranks['rollout']} rollout ranks",
+        )  # fmt: skip
+    if cfg.runner.val_check_interval > 0 and cfg.env.eval is None:
+        raise config_error(
+            "runner.val_check_interval", cfg.runner.val_check_interval, "evaluation needs env.eval to be set"
+        )
+    if (
+        cfg.model.num_action_chunks is not None
+        and cfg.model.num_action_chunks != cfg.env.train.num_action_chunks
+    ):
+        raise config_error(
+            "model.num_action_chunks", cfg.model.num_action_chunks,
+            f"must equal env.train.num_action_chunks={cfg.env.train.num_action_chunks}",
+        )  # fmt: skip
+
+
+def all_envs(cfg: JobConfig) -> list[tuple[str, EnvConfig]]:
+    """(key, config) of every env the job builds: the train groups (or env.train) and env.eval."""
+    train = cfg.env.train
+    envs = [(f"env.train.groups[{i}]", g) for i, (_, g) in enumerate(env_groups(train))] or [
+        ("env.train", train)
+    ]
+    return envs + ([("env.eval", cfg.env.eval)] if cfg.env.eval is not None else [])
