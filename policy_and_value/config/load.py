@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,10 @@ def available_configs(config_dir: str | Path | None = None) -> dict[str, str]:
 def compose_config(config_name: str, overrides: list[str], config_dir: str | Path | None = None) -> dict:
     """Hydra compose + interpolation -> a plain dict (not yet validated).
 
-    A ``key=value`` override of a key that no YAML file sets (the schema still has it, with its
-    default) is retried as ``+key=value``, and ``+key=value`` of a key a file sets as ``key=value``,
-    so users need not know which keys a file spells out; the schema then accepts it or rejects it
-    with a did-you-mean line.
+    Value overrides (``key=value`` or ``+key=value``) are given to Hydra as ``++key=value`` (set or add),
+    so users need not know which keys a YAML file spells out; the schema then accepts the key or rejects
+    it with a did-you-mean line. Config-group choices (``cluster=separate``, ``env@env.train=...``) and
+    deletions (``~key``) pass as written.
     """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
@@ -45,25 +44,28 @@ def compose_config(config_name: str, overrides: list[str], config_dir: str | Pat
         raise ConfigError(
             f"config error: CONFIG={config_name!r}: no such config; allowed: {', '.join(available_configs(root))}"
         )
-    overrides = list(overrides)
-    for _ in range(len(overrides) + 1):
-        try:
-            with initialize_config_dir(config_dir=str(root), version_base=None):
-                cfg = compose(config_name=config_name, overrides=overrides)
-            _replace_mappings(cfg, overrides)
-            return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
-        except (HydraException, OmegaConfBaseException) as err:
-            line = " ".join(str(err).split())
-            missing = re.search(r"Could not override '([^']+)'", line)
-            present = re.search(r"An item is already at '([^']+)'", line)
-            match = missing or present
-            key = match.group(1) if match else None
-            retry = [i for i, o in enumerate(overrides) if key and o.lstrip("+").startswith(key + "=")]
-            if not retry:
-                raise ConfigError(f"config error: overrides {overrides}: {line}") from None
-            bare = overrides[retry[0]].lstrip("+")
-            overrides[retry[0]] = "+" + bare if missing else bare
-    raise ConfigError(f"config error: overrides {overrides}: could not be applied")
+    overrides = set_or_add(overrides, {p.name for p in root.iterdir() if p.is_dir()})
+    try:
+        with initialize_config_dir(config_dir=str(root), version_base=None):
+            cfg = compose(config_name=config_name, overrides=overrides)
+        _replace_mappings(cfg, overrides)
+        return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+    except (HydraException, OmegaConfBaseException) as err:
+        raise ConfigError(f"config error: overrides {overrides}: {' '.join(str(err).split())}") from None
+
+
+def set_or_add(overrides: list[str], groups: set[str]) -> list[str]:
+    """``key=value`` and ``+key=value`` as Hydra's ``++key=value``, except choices of the config ``groups``
+    (folders of configs/, also as ``group@package``) and ``~`` / ``++`` overrides, kept as written."""
+    out = []
+    for override in overrides:
+        bare = override.lstrip("+")
+        key = bare.split("=", 1)[0]
+        if override.startswith(("~", "++")) or "=" not in bare or key.split("@", 1)[0] in groups:
+            out.append(override)
+        else:
+            out.append("++" + bare)
+    return out
 
 
 def _replace_mappings(cfg: Any, overrides: list[str]) -> None:
