@@ -19,6 +19,16 @@ STRIP = 6
 REWARD_SCALE = 10.0
 
 
+def gif_bytes(path: str, fps: int) -> tuple[bytes, int, int]:
+    """An mp4 re-encoded as an animated GIF (what TensorBoard's image dashboard plays); (bytes, height, width)."""
+    import io
+
+    frames = imageio.mimread(path, memtest=False)
+    buf = io.BytesIO()
+    imageio.mimwrite(buf, frames, format="GIF", duration=1000 / fps, loop=0)
+    return buf.getvalue(), int(frames[0].shape[0]), int(frames[0].shape[1])
+
+
 class EpisodeVideoWriter:
     """Buffers frames of envs ``0..num_envs-1`` and writes each finished episode as an mp4."""
 
@@ -71,6 +81,11 @@ class EpisodeVideoWriter:
                 imageio.mimwrite(path, frames, fps=self.cfg.fps, macro_block_size=1)
                 self.written.append(path)
                 self.episode[i] += 1
+
+    def pop_written(self) -> list[str]:
+        """The mp4 files written since the last call (for logging them elsewhere, e.g. TensorBoard)."""
+        written, self.written = self.written, []
+        return written
 
     def close(self) -> None:
         """Flush episodes still in progress."""

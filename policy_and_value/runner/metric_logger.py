@@ -42,6 +42,25 @@ class MetricLogger:
         if self.swanlab is not None:
             self.swanlab.log(metrics, step=step)
 
+    def log_videos(
+        self, videos: list[tuple[str, bytes, int, int]], step: int, prefix: str = "eval/video"
+    ) -> None:
+        """Animated GIFs (name, bytes, height, width) as TensorBoard images ``<prefix>/<name>``, as
+        ``add_video`` writes them (without the moviepy it needs)."""
+        if self.tb is None or not videos:
+            return
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        values = [
+            Summary.Value(
+                tag=f"{prefix}/{name}",
+                image=Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=gif),
+            )
+            for name, gif, height, width in videos
+        ]
+        self.tb._get_file_writer().add_summary(Summary(value=values), step)
+        self.tb.flush()
+
     def close(self) -> None:
         if self.tb is not None:
             self.tb.close()

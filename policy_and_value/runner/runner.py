@@ -241,6 +241,8 @@ class EmbodiedRunner:
                     )
             ray.get(list(outs.values()))
             stats.extend(ray.get(self.env.call("eval_pop_stats")))
+        if ecfg.video_cfg.save_video:  # recorded by env rank 0; also shown in TensorBoard
+            self.metrics.log_videos(ray.get(self.env.workers[0].eval_pop_videos.remote()), self.global_step)
         return {f"eval/{k}": v for k, v in merge_stats(stats).items()}
 
     # ------------------------------------------------------------------ checkpoints

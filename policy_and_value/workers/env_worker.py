@@ -245,6 +245,19 @@ class EnvWorker(Worker):
     def eval_pop_stats(self) -> dict[str, Any]:
         return self.eval_stats.pop()
 
+    def eval_pop_videos(self) -> list[tuple[str, bytes, int, int]]:
+        """The eval episodes recorded since the last call as (name, GIF bytes, height, width): the driver
+        logs them to TensorBoard without sharing a file system with this worker."""
+        from policy_and_value.envs.video import gif_bytes
+
+        videos = []
+        for env in self.eval_envs or []:
+            writer = getattr(env, "video", None)
+            for path in writer.pop_written() if writer is not None and hasattr(writer, "pop_written") else []:
+                name = os.path.splitext(os.path.basename(path))[0]
+                videos.append((name, *gif_bytes(path, self.cfg.env.eval.video_cfg.fps)))
+        return videos
+
     # ------------------------------------------------------------------ checkpoint
     def get_state(self) -> bytes:
         """Env states, current obs and RNGs, pickled (restored by ``set_state`` for exact resume)."""

@@ -50,6 +50,11 @@ def test_two_actor_ranks_train_save_resume_convert(tmp_path):
     videos = sorted((tmp_path / "full" / "videos" / "eval").glob("*.mp4"))
     assert videos, "eval videos are written"
     assert list((tmp_path / "full" / "tensorboard").glob("events.out.tfevents.*"))
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "full" / "tensorboard"))
+    events.Reload()
+    assert any(tag.startswith("eval/video/") for tag in events.Tags()["images"]), "eval videos in TensorBoard"
 
     ckpt = tmp_path / "full" / "checkpoints" / "global_step_2"
     resumed = _run(

@@ -60,3 +60,26 @@ def test_checkpoint_commit_is_atomic_and_updates_latest(tmp_path):
     assert open(os.path.join(os.path.dirname(final), "latest")).read().strip() == "global_step_3"
     # weights_only loading works on the file as written
     assert torch.load(os.path.join(final, ckpt.RUNNER_STATE), weights_only=True)["global_step"] == 3
+
+
+def test_eval_videos_reach_tensorboard_as_animated_gifs(tmp_path):
+    import imageio.v2 as imageio
+    import numpy as np
+    from tensorboard.backend.event_processing.event_accumulator import IMAGES, EventAccumulator
+
+    from policy_and_value.envs.video import gif_bytes
+    from policy_and_value.runner.metric_logger import MetricLogger
+
+    frames = [np.full((32, 48, 3), 20 * t, np.uint8) for t in range(6)]
+    path = str(tmp_path / "rank0_env0_episode0.mp4")
+    imageio.mimwrite(path, frames, fps=10, macro_block_size=1)
+    gif, height, width = gif_bytes(path, fps=10)
+    assert gif.startswith(b"GIF8") and (height, width) == (32, 48)
+    logger = MetricLogger(str(tmp_path / "run"), ["tensorboard"], "p", "e", {})
+    logger.log_videos([("rank0_env0_episode0", gif, height, width)], step=7)
+    logger.close()
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"), size_guidance={IMAGES: 0})
+    events.Reload()
+    assert events.Tags()["images"] == ["eval/video/rank0_env0_episode0"]
+    image = events.Images("eval/video/rank0_env0_episode0")[0]
+    assert image.step == 7 and image.encoded_image_string.startswith(b"GIF8") and image.width == 48
