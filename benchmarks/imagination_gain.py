@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/imagination_gain.py [--config rl_release] [--seeds 0 1 2] [--steps 30] \\
         [--eval-episodes 50] [--no-real-ppo] [--controls withhold shuffle recorded] [--out logs/imagination_gain] \\
-        [--arm-name "world model"] [key=value ...]
+        [--arm-name "world model"] [--curve-every N] [key=value ...]
 
 For each seed: the imitation policy (``rollout.model_dir`` of the config) is evaluated in Meta-World;
 then the config's job trains it for ``--steps`` steps in the world-model env (pure imagination: zero
@@ -19,8 +19,9 @@ only ever acts on recorded frames: neither the imagined frames nor the rewards r
 Evaluation samples with the ODE from initial noise drawn
 after ``torch.manual_seed(seed)``, over ``--eval-episodes`` per task on layouts drawn from seed
 1000 + seed, so every policy of a seed sees the same layouts and noise draws. Prints success per task (mean and
-spread over seeds), real-env steps used during RL and wall time. Extra ``key=value`` arguments are
-overrides for every job; ``--arm-name`` labels the config's own arm (e.g. ``Meta-World`` when the overrides
+spread over seeds), real-env steps used during RL and wall time. With ``--curve-every N`` every arm
+also saves and evaluates every N steps and a learning-curve table (mean success against steps) follows.
+Extra ``key=value`` arguments are overrides for every job; ``--arm-name`` labels the config's own arm (e.g. ``Meta-World`` when the overrides
 train it there with ``env@env.train=metaworld_3tasks``). Each run's result is kept in ``OUT/<run>/result.json``
 with the resolved config it came from: a rerun with the same ``--out`` reuses every run whose config and
 episode count are unchanged, so adding a control or a seed runs only what is new (delete the file to redo one).
@@ -124,8 +125,9 @@ def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, fl
     return {t: r["success_rate"] for t, r in res.items()}
 
 
-def train(cfg) -> tuple[str, float, int]:
-    """Run the job; returns (final rollout weights, wall seconds, real-env steps during training)."""
+def train(cfg) -> tuple[list[tuple[int, str]], float, int]:
+    """Run the job; returns ((step, rollout weights) of every checkpoint saved, the last one last; wall
+    seconds; real-env steps during training)."""
     from policy_and_value.config.env_checks import env_groups
     from policy_and_value.runner import run_job
 
@@ -143,7 +145,10 @@ def train(cfg) -> tuple[str, float, int]:
         real_steps = (
             real_envs * algo.n_chunk_steps * env.num_action_chunks * algo.rollout_epoch * cfg.runner.max_steps
         )
-    return os.path.join(runner.saved[-1], "rollout", "model.safetensors"), wall, real_steps
+    saved = [
+        (int(d.rsplit("_", 1)[-1]), os.path.join(d, "rollout", "model.safetensors")) for d in runner.saved
+    ]
+    return saved, wall, real_steps
 
 
 def main() -> None:
@@ -152,6 +157,10 @@ def main() -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=30, help="training steps of each RL job")
     p.add_argument("--eval-episodes", type=int, default=50, help="per task")
+    p.add_argument(
+        "--curve-every", type=int, default=0,
+        help="also save and evaluate every N training steps (a learning curve per arm); 0: only the end",
+    )  # fmt: skip
     p.add_argument("--no-real-ppo", action="store_true", help="skip the real-simulator arm")
     p.add_argument("--controls", nargs="*", default=[], choices=sorted(CONTROLS), help="ablation arms")
     p.add_argument("--out", default="logs/imagination_gain")
@@ -165,7 +174,7 @@ def main() -> None:
 
     common = [
         *overrides, f"runner.max_steps={args.steps}", "runner.val_check_interval=-1",
-        f"runner.save_interval={args.steps}", "runner.progress_bar=false",
+        f"runner.save_interval={args.curve_every or args.steps}", "runner.progress_bar=false",
     ]  # fmt: skip
     main_arm = args.arm_name
     if main_arm in ("imitation", "real simulator") or main_arm.startswith("control: "):
@@ -173,19 +182,28 @@ def main() -> None:
     arms = [main_arm, *(f"control: {c}" for c in args.controls), "real simulator"]
     runs: dict[str, list[dict[str, float]]] = {"imitation": [], **{a: [] for a in arms}}
     cost: dict[str, list[tuple[int, float]]] = {a: [] for a in arms}
+    curves: dict[str, list[dict[str, dict[str, float]]]] = {a: [] for a in arms}
 
     def run_arm(arm: str, name: str, job: list[str], seed: int, eval_cfg) -> None:
         """Train ``job`` as run ``name`` and evaluate it, or reuse the record of the same run."""
         cfg = run_config(args.config, job, args.out, name)
 
         def run() -> dict[str, Any]:
-            weights, wall, steps = train(cfg)
-            success = evaluate(eval_cfg, weights, args.eval_episodes, seed)
-            return {"success": success, "wall_s": wall, "real_env_steps": steps}
+            saved, wall, steps = train(cfg)
+            curve = {
+                str(step): evaluate(eval_cfg, weights, args.eval_episodes, seed) for step, weights in saved
+            }
+            return {
+                "success": curve[str(saved[-1][0])],
+                "curve": curve,
+                "wall_s": wall,
+                "real_env_steps": steps,
+            }
 
         key = run_key(cfg, args.eval_episodes, seed)
         record = reuse_or_run(os.path.join(args.out, name, "result.json"), key, run)
         runs[arm].append(record["success"])
+        curves[arm].append(record.get("curve", {}))
         cost[arm].append((record["real_env_steps"], record["wall_s"]))
         print(f"seed {seed} {arm}: {record['success']} ({record['wall_s']:.0f} s)", flush=True)
 
@@ -229,9 +247,33 @@ def main() -> None:
         print(
             f"{main_arm} - {base}: {100 * np.mean(gain):+.1f} ± {100 * np.std(gain):.1f} points (paired by seed)"
         )
+    if args.curve_every:
+        print_curves(curves, runs["imitation"])
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump({"args": vars(args), "overrides": overrides, "runs": runs, "cost": cost}, f, indent=1)
+        json.dump(
+            {"args": vars(args), "overrides": overrides, "runs": runs, "curves": curves, "cost": cost},
+            f,
+            indent=1,
+        )
+
+
+def print_curves(
+    curves: dict[str, list[dict[str, dict[str, float]]]], imitation: list[dict[str, float]]
+) -> None:
+    """Mean success over tasks and seeds at every evaluated step, per arm (step 0: the imitation start)."""
+    arms = [a for a, c in curves.items() if c and all(c)]
+    steps = sorted({int(s) for a in arms for c in curves[a] for s in c})
+    start = 100 * np.mean([np.mean(list(r.values())) for r in imitation])
+    print("\nmean success (%) over tasks and seeds against training steps\n")
+    print("| step | " + " | ".join(arms) + " |\n|---|" + "---|" * len(arms))
+    print("| 0 | " + " | ".join(f"{start:.1f}" for _ in arms) + " |")
+    for step in steps:
+        cells = []
+        for a in arms:
+            per_seed = [np.mean(list(c[str(step)].values())) for c in curves[a] if str(step) in c]
+            cells.append(f"{100 * np.mean(per_seed):.1f} ± {100 * np.std(per_seed):.1f}" if per_seed else "")
+        print(f"| {step} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

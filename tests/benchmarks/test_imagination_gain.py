@@ -23,8 +23,15 @@ def bench(monkeypatch):
     calls: dict[str, list] = {"train": [], "evaluate": []}
 
     def train(cfg):
-        calls["train"].append(cfg.runner.logger.experiment_name)
-        return f"weights-of-{cfg.runner.logger.experiment_name}", 1.0, 0
+        name = cfg.runner.logger.experiment_name
+        calls["train"].append(name)
+        every = cfg.runner.save_interval
+        steps = range(every, cfg.runner.max_steps + 1, every)
+        return (
+            [(s, f"weights-of-{name}" + ("" if s == cfg.runner.max_steps else f"@{s}")) for s in steps],
+            1.0,
+            0,
+        )
 
     def evaluate(cfg, weights, episodes, seed):
         calls["evaluate"].append(weights)
@@ -60,6 +67,15 @@ def test_changed_override_reruns_the_arm_but_reuses_imitation(bench, monkeypatch
     assert bench.calls["evaluate"] == [None, "weights-of-wm_seed0", "weights-of-wm_seed0"]
     record = json.loads((tmp_path / "wm_seed0" / "result.json").read_text())
     assert record["key"]["config"]["actor"]["optim"]["lr"] == 1e-4
+
+
+def test_curve_every_evaluates_each_saved_step_and_prints_the_curve(bench, monkeypatch, tmp_path, capsys):
+    run_main(bench, monkeypatch, tmp_path, "--steps", "4", "--curve-every", "2")
+    assert bench.calls["evaluate"] == [None, "weights-of-wm_seed0@2", "weights-of-wm_seed0"]
+    record = json.loads((tmp_path / "wm_seed0" / "result.json").read_text())
+    assert sorted(record["curve"]) == ["2", "4"] and record["key"]["config"]["runner"]["save_interval"] == 2
+    out = capsys.readouterr().out
+    assert "| 0 | 50.0 |" in out and "| 2 | 75.0 ± 0.0 |" in out and "| 4 | 75.0 ± 0.0 |" in out
 
 
 def test_interrupted_run_leaves_no_record(bench, tmp_path):
