@@ -1,0 +1,41 @@
+"""One policy server for the deploy tests: the shipped quickstart policy (cameras corner + gripperPOV at
+64x64, 39-dim state, chunks of 4 actions) with fixed per-request noise, on a free port."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.assets import QUICKSTART_TASKS, REPO
+
+POLICY_DIR = REPO / "assets" / "quickstart" / "policy"
+CAMERAS = ["corner", "gripperPOV"]
+MAX_MESSAGE_MB = 1.0
+
+
+@pytest.fixture(scope="session")
+def served():
+    """The quickstart policy behind ``ServedPolicy`` (seed 0: answers depend on the observation only)."""
+    from toolkits.deploy.served import ServedPolicy
+
+    return ServedPolicy(POLICY_DIR, cameras=CAMERAS, tasks=list(QUICKSTART_TASKS), seed=0)
+
+
+@pytest.fixture(scope="session")
+def server(served):
+    """A running ``PolicyServer`` for ``served`` (1 MB frames at most); yields the ``ServerThread``."""
+    from toolkits.deploy.serve_policy import PolicyServer, ServerThread
+
+    with ServerThread(PolicyServer(served, port=0, max_message_mb=MAX_MESSAGE_MB)) as thread:
+        yield thread
+
+
+def observation(seed: int, size: int = 64, prompt: str = "reach-v3") -> dict:
+    """An openpi-style observation with random frames and state."""
+    rng = np.random.default_rng(seed)
+    return {
+        "observation/image": rng.integers(0, 256, (size, size, 3), dtype=np.uint8),
+        "observation/wrist_image": rng.integers(0, 256, (size, size, 3), dtype=np.uint8),
+        "observation/state": rng.normal(size=39).astype(np.float32),
+        "prompt": prompt,
+    }

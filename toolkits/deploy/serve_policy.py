@@ -1,0 +1,279 @@
+"""Serve a policy directory to robots over openpi's websocket protocol (``openpi-client`` works unchanged).
+
+    python -m toolkits.deploy.serve_policy --policy-dir DIR [--host 127.0.0.1] [--port 8000] \\
+        [--api-key KEY] [--max-message-mb 16] [--seed 0] [--cameras corner gripperPOV] [--tasks reach-v3]
+
+Protocol (openpi's): binary frames of msgpack with numpy arrays in openpi's encoding. On connect the
+server sends one metadata map (cameras, the request key of each camera's image, image size, state
+and action sizes, chunk size, the prompts it knows). Then every observation frame gets one answer,
+``{"actions": float32 [chunk_size, action_dim], "server_timing": {"infer_ms", "prev_total_ms"}}``.
+A request the server cannot act on gets one text frame with the error (one line) and the connection
+is closed with code 1011, as openpi's server does; a frame over ``--max-message-mb`` closes it with
+1009. ``GET /healthz`` answers 200. With ``--api-key`` a connection must send the header
+``Authorization: Api-Key KEY`` (what ``WebsocketClientPolicy(api_key=...)`` sends) or gets HTTP 401.
+Inference runs in a worker thread, so the event loop keeps answering pings during slow inference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hmac
+import http
+import logging
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from websockets.asyncio.server import Request, Response, Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.frames import CloseCode
+
+from toolkits.deploy.served import BadRequest, ServedPolicy
+from toolkits.deploy.wire import WireError, packb, unpackb
+
+log = logging.getLogger("toolkits.deploy.serve_policy")
+DEFAULT_MAX_MESSAGE_MB = 16.0
+
+
+class PolicyServer:
+    """The websocket server around a ``ServedPolicy`` (one inference thread; any number of clients)."""
+
+    def __init__(
+        self,
+        served: ServedPolicy,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        api_key: str | None = None,
+        max_message_mb: float = DEFAULT_MAX_MESSAGE_MB,
+    ):
+        if max_message_mb <= 0:
+            raise ValueError(f"--max-message-mb={max_message_mb}: must be > 0")
+        self.served = served
+        self.host, self.port = host, port
+        self.api_key = api_key or None
+        self.max_message_bytes = int(max_message_mb * 1024 * 1024)
+        self.metadata = {**served.metadata(), "max_message_bytes": self.max_message_bytes}
+        self._metadata_frame = packb(self.metadata)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inference")
+        self.requests = 0  # answered observations
+        self.errors = 0  # requests answered with an error
+
+    # ------------------------------------------------------------------ HTTP before the handshake
+    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        """``GET /healthz`` -> 200 (no key needed); with an API key, a missing or wrong one -> 401."""
+        if request.path.split("?")[0] == "/healthz":
+            return connection.respond(http.HTTPStatus.OK, "OK\n")
+        if self.api_key is not None:
+            sent = request.headers.get("Authorization", "")
+            if not hmac.compare_digest(sent.encode(), f"Api-Key {self.api_key}".encode()):
+                return connection.respond(
+                    http.HTTPStatus.UNAUTHORIZED,
+                    "missing or wrong API key (header 'Authorization: Api-Key <key>')\n",
+                )
+        return None
+
+    # ------------------------------------------------------------------ one connection
+    def _answer(self, frame: bytes) -> tuple[dict[str, Any], float]:
+        """Decode, check and act on one frame (in the inference thread); returns the reply and infer seconds."""
+        obs = unpackb(frame)
+        start = time.monotonic()
+        reply = self.served.infer(obs)
+        return reply, time.monotonic() - start
+
+    async def _fail(self, ws: ServerConnection, message: str) -> None:
+        """openpi's error path: the error as a text frame, then close with 1011."""
+        self.errors += 1
+        try:
+            await ws.send(message)
+            await ws.close(CloseCode.INTERNAL_ERROR, "error in the previous frame")
+        except ConnectionClosed:
+            pass
+
+    async def _handler(self, ws: ServerConnection) -> None:
+        """Send the metadata, then answer each observation frame until the client leaves or errs."""
+        loop = asyncio.get_running_loop()
+        try:
+            await ws.send(self._metadata_frame)
+            prev_total_ms: float | None = None
+            while True:
+                frame = await ws.recv()
+                start = time.monotonic()
+                if isinstance(frame, str):
+                    await self._fail(ws, "bad request: expected a binary msgpack frame, got a text frame")
+                    return
+                try:
+                    reply, infer_s = await loop.run_in_executor(self._pool, self._answer, frame)
+                except (BadRequest, WireError) as err:
+                    await self._fail(ws, f"bad request: {err}")
+                    return
+                except Exception as err:  # noqa: BLE001 - reported to the client, logged here
+                    log.exception("inference failed")
+                    await self._fail(ws, f"server error: {type(err).__name__}: {err}"[:2000])
+                    return
+                timing = {"infer_ms": infer_s * 1000.0}
+                if prev_total_ms is not None:
+                    timing["prev_total_ms"] = prev_total_ms
+                reply["server_timing"] = timing
+                await ws.send(packb(reply))
+                self.requests += 1
+                prev_total_ms = (time.monotonic() - start) * 1000.0
+        except ConnectionClosed:
+            return
+
+    # ------------------------------------------------------------------ running
+    def serve(self) -> Any:
+        """The websockets server (an async context manager) on host:port."""
+        return serve(
+            self._handler, self.host, self.port, compression=None, max_size=self.max_message_bytes,
+            process_request=self._process_request,
+        )  # fmt: skip
+
+    async def run(self, ready: threading.Event | None = None, stop: asyncio.Future | None = None) -> None:
+        """Serve until ``stop`` resolves (forever without one); sets ``self.port`` to the bound port."""
+        async with self.serve() as server:
+            self._bound(server)
+            if ready is not None:
+                ready.set()
+            if stop is None:
+                await server.serve_forever()
+            else:
+                await stop
+
+    def _bound(self, server: Server) -> None:
+        self.port = server.sockets[0].getsockname()[1]
+
+    def close(self) -> None:
+        """Stop the inference thread."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class ServerThread:
+    """A ``PolicyServer`` on its own event loop in a daemon thread (tests, benchmarks, notebooks)."""
+
+    def __init__(self, server: PolicyServer):
+        self.server = server
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Future | None = None
+        self._thread = threading.Thread(target=self._main, name="policy-server", daemon=True)
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    def _main(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._stop = self._loop.create_future()
+        try:
+            self._loop.run_until_complete(self.server.run(self._ready, self._stop))
+        except BaseException as err:  # noqa: BLE001 - surfaced by start()
+            self._error = err
+            self._ready.set()
+        finally:
+            self._loop.close()
+
+    def start(self, timeout: float = 30.0) -> ServerThread:
+        """Start serving; returns once the port is bound (``self.server.port``)."""
+        self._thread.start()
+        if not self._ready.wait(timeout) or self._error is not None:
+            raise RuntimeError(f"the policy server did not start: {self._error}")
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"ws://{self.server.host}:{self.server.port}"
+
+    def stop(self) -> None:
+        """Close the server and its connections, and join the thread."""
+        if self._loop is not None and self._stop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(lambda: self._stop.done() or self._stop.set_result(None))
+        self._thread.join(timeout=30)
+        self.server.close()
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: load the policy directory and serve it until interrupted."""
+    p = argparse.ArgumentParser(
+        prog="python -m toolkits.deploy.serve_policy", description=__doc__.splitlines()[0]
+    )
+    p.add_argument(
+        "--policy-dir", required=True, help="an exported policy directory (export_policy) or any pi0 one"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
+    p.add_argument("--port", type=int, default=8000, help="TCP port (0: any free port, printed)")
+    p.add_argument("--api-key", default=None, help="require 'Authorization: Api-Key KEY' from clients")
+    p.add_argument(
+        "--max-message-mb", type=float, default=DEFAULT_MAX_MESSAGE_MB, help="largest request frame"
+    )
+    p.add_argument(
+        "--seed", type=int, default=None, help="fixed initial noise per request (reproducible answers)"
+    )
+    p.add_argument(
+        "--cameras", nargs="+", default=None, help="camera names in the policy's order (no deploy.json)"
+    )
+    p.add_argument("--tasks", nargs="+", default=None, help="task names whose prompts the policy knows")
+    p.add_argument(
+        "--image-keys", nargs="+", default=None, help="request key of each camera's image, in order"
+    )
+    p.add_argument("--state-key", default=None, help="request key of the state (default observation/state)")
+    p.add_argument("--prompt-key", default=None, help="request key of the instruction (default prompt)")
+    p.add_argument("--device", default="cpu", help="torch device for inference (cpu, cuda)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads for inference")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("websockets").setLevel(logging.WARNING)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    try:
+        served = ServedPolicy(
+            args.policy_dir, args.cameras, args.tasks, args.image_keys, args.state_key, args.prompt_key,
+            args.seed, args.device,
+        )  # fmt: skip
+        server = PolicyServer(served, args.host, args.port, args.api_key, args.max_message_mb)
+    except (FileNotFoundError, ValueError, KeyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        stop = loop.create_future()
+        import signal
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
+        ready = threading.Event()
+        task = asyncio.ensure_future(server.run(ready, stop))
+        while not ready.is_set() and not task.done():
+            await asyncio.sleep(0.01)
+        if task.done():
+            await task  # raises the bind error
+        meta = server.metadata
+        print(
+            f"serving {args.policy_dir} on ws://{server.host}:{server.port} (cameras {meta['cameras']} as "
+            f"{meta['image_keys']}, state {meta['state_dim']} as {meta['state_key']!r}, chunks of "
+            f"{meta['chunk_size']} x {meta['action_dim']} actions)",
+            flush=True,
+        )
+        await task
+
+    try:
+        asyncio.run(run())
+    except OSError as err:
+        print(f"error: --host={args.host} --port={args.port}: {err}", file=sys.stderr)
+        return 2
+    finally:
+        server.close()
+    print(f"stopped after {server.requests} answers and {server.errors} errors", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
