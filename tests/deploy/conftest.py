@@ -11,6 +11,9 @@ from tests.assets import QUICKSTART_TASKS, REPO
 POLICY_DIR = REPO / "assets" / "quickstart" / "policy"
 CAMERAS = ["corner", "gripperPOV"]
 MAX_MESSAGE_MB = 1.0
+# the protocol tests run openpi's own client (its PyPI release pins numpy < 2, so it is installed without
+# its dependency pins: pip install websockets dm-tree && pip install --no-deps openpi-client==0.1.2)
+NO_OPENPI_CLIENT = "openpi-client not installed (pip install --no-deps openpi-client==0.1.2; see README)"
 
 
 @pytest.fixture(scope="session")

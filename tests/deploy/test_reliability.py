@@ -9,12 +9,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import msgpack
 import numpy as np
-import websockets.sync.client
-from openpi_client import msgpack_numpy
-from openpi_client.websocket_client_policy import WebsocketClientPolicy
-from websockets.exceptions import ConnectionClosed
+import pytest
 
-from tests.deploy.conftest import MAX_MESSAGE_MB, observation
+from tests.deploy.conftest import MAX_MESSAGE_MB, NO_OPENPI_CLIENT, observation
+
+pytest.importorskip("openpi_client", reason=NO_OPENPI_CLIENT)
+import websockets.sync.client  # noqa: E402
+from openpi_client import msgpack_numpy  # noqa: E402
+from openpi_client.websocket_client_policy import WebsocketClientPolicy  # noqa: E402
+from websockets.exceptions import ConnectionClosed  # noqa: E402
 
 NUM_MALFORMED = 1040
 

@@ -3,17 +3,18 @@ observation (the policy's un-normalised actions), errors as a text frame then cl
 API keys, and images in any layout and size."""
 
 import threading
-import urllib.error
 import urllib.request
 
 import numpy as np
 import pytest
-import websockets.sync.client
-from openpi_client import msgpack_numpy
-from openpi_client.websocket_client_policy import WebsocketClientPolicy
-from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
-from tests.deploy.conftest import CAMERAS, POLICY_DIR, observation
+from tests.deploy.conftest import CAMERAS, NO_OPENPI_CLIENT, POLICY_DIR, observation
+
+pytest.importorskip("openpi_client", reason=NO_OPENPI_CLIENT)
+import websockets.sync.client  # noqa: E402
+from openpi_client import msgpack_numpy  # noqa: E402
+from openpi_client.websocket_client_policy import WebsocketClientPolicy  # noqa: E402
+from websockets.exceptions import ConnectionClosedError, InvalidStatus  # noqa: E402
 
 
 def test_metadata_and_answers_through_openpi_client(server, served):

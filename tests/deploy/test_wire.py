@@ -4,9 +4,12 @@ arrays (object dtype, wrong byte counts, odd shapes) are refused in one line."""
 import msgpack
 import numpy as np
 import pytest
-from openpi_client import msgpack_numpy
 
+from tests.deploy.conftest import NO_OPENPI_CLIENT
 from toolkits.deploy.wire import WireError, packb, unpackb
+
+pytest.importorskip("openpi_client", reason=NO_OPENPI_CLIENT)
+from openpi_client import msgpack_numpy  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "float32", "float64", "int64", "bool", "float16"])
