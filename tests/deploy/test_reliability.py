@@ -112,6 +112,8 @@ def test_over_a_thousand_malformed_requests_each_get_an_error_and_the_server_kee
 
 
 def test_32_concurrent_clients_get_their_own_correct_answers(server, served):
+    """Requests that wait together are inferred as one batch; each client still gets its own chunk (equal
+    to the chunk of its observation alone up to float rounding)."""
     clients, per_client = 32, 3
     expected = {
         (c, k): served.infer(observation(100 * c + k))["actions"]
@@ -120,15 +122,20 @@ def test_32_concurrent_clients_get_their_own_correct_answers(server, served):
     }
     barrier = threading.Barrier(clients)
 
-    def run(c: int) -> dict:
+    def run(c: int) -> tuple[dict, int]:
         policy = WebsocketClientPolicy("127.0.0.1", server.server.port)
         barrier.wait(timeout=120)
-        got = {(c, k): policy.infer(observation(100 * c + k))["actions"] for k in range(per_client)}
+        got, batch = {}, 1
+        for k in range(per_client):
+            reply = policy.infer(observation(100 * c + k))
+            got[(c, k)] = reply["actions"]
+            batch = max(batch, reply["server_timing"]["batch_size"])
         policy._ws.close()
-        return got
+        return got, batch
 
     with ThreadPoolExecutor(clients) as pool:
         results = list(pool.map(run, range(clients)))
-    for got in results:
+    for got, _ in results:
         for key, actions in got.items():
-            np.testing.assert_array_equal(actions, expected[key])
+            np.testing.assert_allclose(actions, expected[key], atol=1e-5, rtol=0)
+    assert max(batch for _, batch in results) > 1  # the clients did share forward passes

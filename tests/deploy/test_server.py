@@ -100,22 +100,21 @@ def test_healthz_and_api_key(served):
         client._ws.close()
 
 
-def test_pings_are_answered_during_slow_inference(served):
+def test_pings_are_answered_during_slow_inference(served, monkeypatch):
     """Inference runs off the event loop: a ping sent while the policy is busy comes back at once."""
     import time
 
     from toolkits.deploy.serve_policy import PolicyServer, ServerThread
 
-    server = PolicyServer(served, port=0)
     release = threading.Event()
-    slow_infer = served.infer
+    act_many = served.act_many
 
-    def blocking(obs):
+    def blocking(batches):
         release.wait(10)
-        return slow_infer(obs)
+        return act_many(batches)
 
-    server.served = type("Slow", (), {"infer": staticmethod(blocking)})()
-    with ServerThread(server) as thread:
+    monkeypatch.setattr(served, "act_many", blocking)
+    with ServerThread(PolicyServer(served, port=0)) as thread:
         url = f"ws://127.0.0.1:{thread.server.port}"
         with websockets.sync.client.connect(url, compression=None, max_size=None) as busy:
             busy.recv()
@@ -146,7 +145,31 @@ def test_custom_keys_and_policy_dir_without_deploy_json_needs_cameras(tmp_path):
         ServedPolicy(POLICY_DIR, cameras=CAMERAS, image_keys=["only_one"])
 
 
-def test_serve_policy_cli_error_is_one_line(tmp_path):
+def test_serve_policy_cli_serves_until_terminated(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.assets import REPO
     from toolkits.deploy.serve_policy import main
 
-    assert main(["--policy-dir", str(tmp_path)]) == 2
+    assert main(["--policy-dir", str(tmp_path)]) == 2  # not a policy directory: one line, exit 2
+    cmd = [sys.executable, "-m", "toolkits.deploy.serve_policy", "--policy-dir", str(POLICY_DIR), "--port", "0",
+           "--cameras", *CAMERAS, "--api-key", "k"]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ
+    )
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("serving "), line
+        port = int(line.split(" on ws://", 1)[1].split()[0].rsplit(":", 1)[1])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as resp:
+            assert resp.status == 200
+        client = WebsocketClientPolicy("127.0.0.1", port, api_key="k")
+        assert client.infer(observation(0))["actions"].shape == (4, 4)
+        client._ws.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "stopped after 1 answers and 0 errors" in out, out

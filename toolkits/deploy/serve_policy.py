@@ -1,7 +1,7 @@
 """Serve a policy directory to robots over openpi's websocket protocol (``openpi-client`` works unchanged).
 
     python -m toolkits.deploy.serve_policy --policy-dir DIR [--host 127.0.0.1] [--port 8000] \\
-        [--api-key KEY] [--max-message-mb 16] [--seed 0] [--cameras corner gripperPOV] [--tasks reach-v3]
+        [--api-key KEY] [--max-message-mb 16] [--max-batch 8] [--seed 0] [--cameras corner gripperPOV]
 
 Protocol (openpi's): binary frames of msgpack with numpy arrays in openpi's encoding. On connect the
 server sends one metadata map (cameras, the request key of each camera's image, image size, state
@@ -11,7 +11,9 @@ A request the server cannot act on gets one text frame with the error (one line)
 is closed with code 1011, as openpi's server does; a frame over ``--max-message-mb`` closes it with
 1009. ``GET /healthz`` answers 200. With ``--api-key`` a connection must send the header
 ``Authorization: Api-Key KEY`` (what ``WebsocketClientPolicy(api_key=...)`` sends) or gets HTTP 401.
-Inference runs in a worker thread, so the event loop keeps answering pings during slow inference.
+Inference runs in a worker thread, so the event loop keeps answering pings during slow inference;
+requests that wait together (from several clients) are inferred as one batch of up to ``--max-batch``.
+``--seed`` makes every request start from the same noise, so an answer depends on its observation only.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import asyncio
 import hmac
 import http
 import logging
+import queue
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from websockets.asyncio.server import Request, Response, Server, ServerConnection, serve
@@ -36,6 +39,67 @@ from toolkits.deploy.wire import WireError, packb, unpackb
 
 log = logging.getLogger("toolkits.deploy.serve_policy")
 DEFAULT_MAX_MESSAGE_MB = 16.0
+DEFAULT_MAX_BATCH = 8
+
+
+class InferenceThread:
+    """Decodes, checks and answers frames in one worker thread, batching the requests that wait together
+    (up to ``max_batch``): the event loop never runs the policy, and concurrent clients share a forward
+    pass. A frame that fails decoding or checks fails alone; the others in its batch are answered."""
+
+    def __init__(self, served: ServedPolicy, max_batch: int = DEFAULT_MAX_BATCH):
+        if max_batch < 1:
+            raise ValueError(f"--max-batch={max_batch}: must be >= 1")
+        self.served, self.max_batch = served, max_batch
+        self._queue: queue.Queue[tuple[bytes, Future] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="inference", daemon=True)
+        self._thread.start()
+
+    def submit(self, frame: bytes) -> Future:
+        """Queue one frame; the future gets ``(reply, infer_seconds, batch_size)`` or the frame's error."""
+        future: Future = Future()
+        self._queue.put((frame, future))
+        return future
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            items = [item]
+            while len(items) < self.max_batch:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self._queue.put(None)  # stop after this batch
+                    break
+                items.append(nxt)
+            self._answer(items)
+
+    def _answer(self, items: list[tuple[bytes, Future]]) -> None:
+        parsed = []
+        for frame, future in items:
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                parsed.append((self.served.parse(unpackb(frame)), future))
+            except Exception as err:  # noqa: BLE001 - handed to the connection that sent it
+                future.set_exception(err)
+        if not parsed:
+            return
+        start = time.monotonic()
+        try:
+            actions = self.served.act_many([obs for obs, _ in parsed])
+        except Exception as err:  # noqa: BLE001 - every request of the batch gets the error
+            for _, future in parsed:
+                future.set_exception(err)
+            return
+        seconds = time.monotonic() - start
+        for (_, future), chunk in zip(parsed, actions, strict=True):
+            future.set_result(({"actions": chunk}, seconds, len(parsed)))
+
+    def close(self) -> None:
+        """Stop after the batches already queued."""
+        self._queue.put(None)
 
 
 class PolicyServer:
@@ -48,6 +112,7 @@ class PolicyServer:
         port: int = 8000,
         api_key: str | None = None,
         max_message_mb: float = DEFAULT_MAX_MESSAGE_MB,
+        max_batch: int = DEFAULT_MAX_BATCH,
     ):
         if max_message_mb <= 0:
             raise ValueError(f"--max-message-mb={max_message_mb}: must be > 0")
@@ -57,7 +122,7 @@ class PolicyServer:
         self.max_message_bytes = int(max_message_mb * 1024 * 1024)
         self.metadata = {**served.metadata(), "max_message_bytes": self.max_message_bytes}
         self._metadata_frame = packb(self.metadata)
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inference")
+        self.inference = InferenceThread(served, max_batch)
         self.requests = 0  # answered observations
         self.errors = 0  # requests answered with an error
 
@@ -76,13 +141,6 @@ class PolicyServer:
         return None
 
     # ------------------------------------------------------------------ one connection
-    def _answer(self, frame: bytes) -> tuple[dict[str, Any], float]:
-        """Decode, check and act on one frame (in the inference thread); returns the reply and infer seconds."""
-        obs = unpackb(frame)
-        start = time.monotonic()
-        reply = self.served.infer(obs)
-        return reply, time.monotonic() - start
-
     async def _fail(self, ws: ServerConnection, message: str) -> None:
         """openpi's error path: the error as a text frame, then close with 1011."""
         self.errors += 1
@@ -94,7 +152,6 @@ class PolicyServer:
 
     async def _handler(self, ws: ServerConnection) -> None:
         """Send the metadata, then answer each observation frame until the client leaves or errs."""
-        loop = asyncio.get_running_loop()
         try:
             await ws.send(self._metadata_frame)
             prev_total_ms: float | None = None
@@ -105,7 +162,7 @@ class PolicyServer:
                     await self._fail(ws, "bad request: expected a binary msgpack frame, got a text frame")
                     return
                 try:
-                    reply, infer_s = await loop.run_in_executor(self._pool, self._answer, frame)
+                    reply, infer_s, batch = await asyncio.wrap_future(self.inference.submit(frame))
                 except (BadRequest, WireError) as err:
                     await self._fail(ws, f"bad request: {err}")
                     return
@@ -113,7 +170,7 @@ class PolicyServer:
                     log.exception("inference failed")
                     await self._fail(ws, f"server error: {type(err).__name__}: {err}"[:2000])
                     return
-                timing = {"infer_ms": infer_s * 1000.0}
+                timing = {"infer_ms": infer_s * 1000.0, "batch_size": batch}
                 if prev_total_ms is not None:
                     timing["prev_total_ms"] = prev_total_ms
                 reply["server_timing"] = timing
@@ -147,7 +204,7 @@ class PolicyServer:
 
     def close(self) -> None:
         """Stop the inference thread."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.inference.close()
 
 
 class ServerThread:
@@ -217,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--cameras", nargs="+", default=None, help="camera names in the policy's order (no deploy.json)"
     )
+    p.add_argument(
+        "--max-batch", type=int, default=DEFAULT_MAX_BATCH, help="requests inferred together at most"
+    )
     p.add_argument("--tasks", nargs="+", default=None, help="task names whose prompts the policy knows")
     p.add_argument(
         "--image-keys", nargs="+", default=None, help="request key of each camera's image, in order"
@@ -237,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             args.policy_dir, args.cameras, args.tasks, args.image_keys, args.state_key, args.prompt_key,
             args.seed, args.device,
         )  # fmt: skip
-        server = PolicyServer(served, args.host, args.port, args.api_key, args.max_message_mb)
+        server = PolicyServer(served, args.host, args.port, args.api_key, args.max_message_mb, args.max_batch)
     except (FileNotFoundError, ValueError, KeyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

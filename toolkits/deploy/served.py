@@ -140,7 +140,8 @@ class ServedPolicy:
     """A pi0 policy directory answering single observations (thread-safe: one inference at a time).
 
     ``seed`` None draws fresh initial noise for each request; an int makes the answer a function of the
-    observation alone (the same noise every request), so served and in-process runs can be compared.
+    observation alone (the same noise for every request, also in a batch), so served and in-process runs
+    can be compared.
     """
 
     def __init__(
@@ -173,6 +174,10 @@ class ServedPolicy:
         self.keys = ObservationKeys.for_cameras(len(self.spec.cameras), image_keys, state_key, prompt_key)
         self.seed = seed
         self.device = torch.device(device)
+        self._noise = None  # the initial noise of every request when seeded: answers depend on the obs only
+        if seed is not None:
+            shape = (1, cfg.chunk_size, cfg.max_action_dim)
+            self._noise = torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(self.device)
         self._lock = threading.Lock()
         self._task_ids = {p: i for i, p in enumerate(self.spec.prompts.values())}
 
@@ -218,22 +223,26 @@ class ServedPolicy:
         }
 
     @torch.no_grad()
-    def act(self, batch: dict[str, Any]) -> np.ndarray:
-        """Deterministic (ODE) action chunk float32 [chunk_size, action_dim] for a parsed observation."""
+    def act_many(self, batches: list[dict[str, Any]]) -> list[np.ndarray]:
+        """Deterministic (ODE) action chunks float32 [chunk_size, action_dim] for parsed observations,
+        inferred as one batch (each row starts from the same seeded noise when ``seed`` is set)."""
+        obs = {
+            "images": torch.cat([b["images"] for b in batches]),
+            "state": torch.cat([b["state"] for b in batches]),
+            "prompt": [p for b in batches for p in b["prompt"]],
+            "task_id": torch.cat([b["task_id"] for b in batches]),
+        }
         with self._lock:
-            if self.seed is None:
-                actions = self.policy.predict(batch, mode="eval").actions
-            else:
-                devices = [self.device] if self.device.type == "cuda" else []
-                with torch.random.fork_rng(devices=devices):
-                    torch.manual_seed(self.seed)
-                    actions = self.policy.predict(batch, mode="eval").actions
-        out = actions[0].float().cpu().numpy()
+            actions = self.policy.predict(obs, mode="eval", noise=self._noise).actions.float().cpu().numpy()
         if self.spec.action_low is not None and self.spec.action_high is not None:
-            out = np.clip(out, self.spec.action_low, self.spec.action_high)
-        if not np.isfinite(out).all():
+            actions = np.clip(actions, self.spec.action_low, self.spec.action_high)
+        if not np.isfinite(actions).all():
             raise RuntimeError("the policy produced non-finite actions")
-        return out.astype(np.float32)
+        return list(actions.astype(np.float32))
+
+    def act(self, batch: dict[str, Any]) -> np.ndarray:
+        """The action chunk for one parsed observation."""
+        return self.act_many([batch])[0]
 
     def infer(self, obs: Any) -> dict[str, np.ndarray]:
         """openpi's ``infer``: a request map in, ``{"actions": [chunk_size, action_dim]}`` out."""

@@ -226,8 +226,11 @@ class Pi0Policy(BasePolicy):
 
     # ------------------------------------------------------------------ contract
     @torch.no_grad()
-    def predict(self, obs: Observation, mode: str = "train") -> PolicyOutput:
-        """Denoise one chunk per observation; ``mode="eval"`` is deterministic (ODE)."""
+    def predict(
+        self, obs: Observation, mode: str = "train", noise: torch.Tensor | None = None
+    ) -> PolicyOutput:
+        """Denoise one chunk per observation; ``mode="eval"`` is deterministic (ODE) given the initial
+        ``noise`` [N, chunk_size, max_action_dim] (drawn when None; the server passes its own)."""
         advantage = None
         if self.cfg.with_advantage_condition:
             advantage = torch.full((len(obs["prompt"]),), self.best_advantage_bin, dtype=torch.long)
@@ -235,7 +238,12 @@ class Pi0Policy(BasePolicy):
         prefix = self.encode(inputs)
         state = self._state(inputs)
         n, k = inputs.tokens.shape[0], self.cfg.num_steps
-        x = torch.randn(n, self.cfg.chunk_size, self.cfg.max_action_dim, device=self.device)
+        shape = (n, self.cfg.chunk_size, self.cfg.max_action_dim)
+        x = (
+            torch.randn(shape, device=self.device)
+            if noise is None
+            else noise.to(self.device).expand(shape).clone()
+        )
         steps = self._sample_step_mask(n, mode)
         grid = time_grid(k, self.device)
         chain, logp, ent = [x], torch.zeros_like(x), torch.zeros_like(x)
