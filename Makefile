@@ -16,6 +16,9 @@ $(VPY):
 # Re-install when the pins or the package metadata change.
 $(STAMP): $(VPY) constraints.txt pyproject.toml
 	$(PIP) install -q -c constraints.txt -e '.[dev]'
+	# openpi's own client, for the protocol tests: its release pins numpy<2, so without its pins (its real
+	# needs, websockets msgpack dm-tree pillow numpy, are installed above)
+	$(PIP) install -q --no-deps -c constraints.txt openpi-client
 	touch $(STAMP)
 
 install: $(STAMP)
