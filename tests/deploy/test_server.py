@@ -36,24 +36,20 @@ def test_metadata_and_answers_through_openpi_client(server, served):
     client._ws.close()
 
 
-def test_answer_equals_the_policy_predict_in_process(served):
-    import torch
-
+def test_answer_is_the_policy_predict_from_the_observations_own_noise(served):
+    """The answer is ``predict`` (eval, un-normalised, clipped to the bounds) from noise that depends on
+    the observation: the same observation always gets the same chunk, another one other noise."""
     from policy_and_value.models.pi0 import from_pretrained
 
     policy = from_pretrained(POLICY_DIR).eval()
     obs = observation(7)
-    batch = {
-        "images": torch.from_numpy(np.stack([obs["observation/image"], obs["observation/wrist_image"]]))[
-            None
-        ],
-        "state": torch.from_numpy(obs["observation/state"])[None],
-        "prompt": ["reach the goal position"],
-    }
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        expected = policy.predict(batch, mode="eval").actions[0].numpy()
+    batch = served.parse(obs)
+    assert batch["prompt"] == ["reach the goal position"]  # the task name maps to its instruction
+    noise = served.observation_noise(batch)
+    expected = policy.predict(batch, mode="eval", noise=noise).actions[0].numpy()
     np.testing.assert_allclose(served.infer(obs)["actions"], np.clip(expected, -1, 1), atol=1e-6)
+    np.testing.assert_array_equal(served.infer(obs)["actions"], served.infer(obs)["actions"])
+    assert not np.array_equal(noise, served.observation_noise(served.parse(observation(8))))
 
 
 def test_images_in_any_layout_dtype_and_size(server, served):

@@ -13,7 +13,8 @@ is closed with code 1011, as openpi's server does; a frame over ``--max-message-
 ``Authorization: Api-Key KEY`` (what ``WebsocketClientPolicy(api_key=...)`` sends) or gets HTTP 401.
 Inference runs in a worker thread, so the event loop keeps answering pings during slow inference;
 requests that wait together (from several clients) are inferred as one batch of up to ``--max-batch``.
-``--seed`` makes every request start from the same noise, so an answer depends on its observation only.
+``--seed`` draws each request's initial noise from the seed and a hash of its observation, so an answer
+depends on the observation alone (reproducible; without it every request draws fresh noise).
 """
 
 from __future__ import annotations
@@ -164,11 +165,14 @@ class PolicyServer:
                 try:
                     reply, infer_s, batch = await asyncio.wrap_future(self.inference.submit(frame))
                 except (BadRequest, WireError) as err:
+                    log.info("bad request from %s: %s", ws.remote_address, err)
                     await self._fail(ws, f"bad request: {err}")
                     return
                 except Exception as err:  # noqa: BLE001 - reported to the client, logged here
                     log.exception("inference failed")
-                    await self._fail(ws, f"server error: {type(err).__name__}: {err}"[:2000])
+                    await self._fail(
+                        ws, f"server error: {type(err).__name__}: {' '.join(str(err).split())}"[:2000]
+                    )
                     return
                 timing = {"infer_ms": infer_s * 1000.0, "batch_size": batch}
                 if prev_total_ms is not None:
@@ -269,7 +273,10 @@ def main(argv: list[str] | None = None) -> int:
         "--max-message-mb", type=float, default=DEFAULT_MAX_MESSAGE_MB, help="largest request frame"
     )
     p.add_argument(
-        "--seed", type=int, default=None, help="fixed initial noise per request (reproducible answers)"
+        "--seed",
+        type=int,
+        default=None,
+        help="noise from this seed and the observation (reproducible answers)",
     )
     p.add_argument(
         "--cameras", nargs="+", default=None, help="camera names in the policy's order (no deploy.json)"
@@ -292,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not args.api_key:
+        log.warning(
+            "listening on %s without --api-key: anyone who reaches the port can drive the policy", args.host
+        )
     try:
         served = ServedPolicy(
             args.policy_dir, args.cameras, args.tasks, args.image_keys, args.state_key, args.prompt_key,

@@ -11,6 +11,7 @@ whose one-line message names the key, the value and what is allowed.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -139,9 +140,10 @@ def policy_prompt(value: Any, key: str, prompts: dict[str, str]) -> str:
 class ServedPolicy:
     """A pi0 policy directory answering single observations (thread-safe: one inference at a time).
 
-    ``seed`` None draws fresh initial noise for each request; an int makes the answer a function of the
-    observation alone (the same noise for every request, also in a batch), so served and in-process runs
-    can be compared.
+    ``seed`` None draws fresh initial noise for each request. An int draws it from a generator seeded by
+    ``seed`` and a hash of the observation (images, state, prompt): the answer is a function of the
+    observation alone (in any batch, on any connection), so served and in-process runs can be compared,
+    while different observations still start from different noise, as with fresh draws.
     """
 
     def __init__(
@@ -174,10 +176,7 @@ class ServedPolicy:
         self.keys = ObservationKeys.for_cameras(len(self.spec.cameras), image_keys, state_key, prompt_key)
         self.seed = seed
         self.device = torch.device(device)
-        self._noise = None  # the initial noise of every request when seeded: answers depend on the obs only
-        if seed is not None:
-            shape = (1, cfg.chunk_size, cfg.max_action_dim)
-            self._noise = torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(self.device)
+        self._noise_shape = (1, cfg.chunk_size, cfg.max_action_dim)
         self._lock = threading.Lock()
         self._task_ids = {p: i for i, p in enumerate(self.spec.prompts.values())}
 
@@ -225,7 +224,7 @@ class ServedPolicy:
     @torch.no_grad()
     def act_many(self, batches: list[dict[str, Any]]) -> list[np.ndarray]:
         """Deterministic (ODE) action chunks float32 [chunk_size, action_dim] for parsed observations,
-        inferred as one batch (each row starts from the same seeded noise when ``seed`` is set)."""
+        inferred as one batch (with ``seed``, each row from its observation's own noise)."""
         obs = {
             "images": torch.cat([b["images"] for b in batches]),
             "state": torch.cat([b["state"] for b in batches]),
@@ -233,12 +232,23 @@ class ServedPolicy:
             "task_id": torch.cat([b["task_id"] for b in batches]),
         }
         with self._lock:
-            actions = self.policy.predict(obs, mode="eval", noise=self._noise).actions.float().cpu().numpy()
+            noise = None if self.seed is None else torch.cat([self.observation_noise(b) for b in batches])
+            actions = self.policy.predict(obs, mode="eval", noise=noise).actions.float().cpu().numpy()
         if self.spec.action_low is not None and self.spec.action_high is not None:
             actions = np.clip(actions, self.spec.action_low, self.spec.action_high)
         if not np.isfinite(actions).all():
             raise RuntimeError("the policy produced non-finite actions")
         return list(actions.astype(np.float32))
+
+    def observation_noise(self, batch: dict[str, Any]) -> torch.Tensor:
+        """The initial noise [1, chunk_size, max_action_dim] of a parsed observation under ``seed``."""
+        digest = hashlib.blake2b(digest_size=8)
+        digest.update(int(self.seed or 0).to_bytes(8, "little", signed=True))
+        digest.update(batch["images"].numpy().tobytes())
+        digest.update(batch["state"].numpy().tobytes())
+        digest.update("\x00".join(batch["prompt"]).encode())
+        gen = torch.Generator().manual_seed(int.from_bytes(digest.digest(), "little") >> 1)
+        return torch.randn(self._noise_shape, generator=gen).to(self.device)
 
     def act(self, batch: dict[str, Any]) -> np.ndarray:
         """The action chunk for one parsed observation."""
