@@ -74,6 +74,7 @@ def run_clients(host: str, port: int, clients: int, seconds: float, warmup: int)
     barrier = threading.Barrier(clients + 1, action=lambda: stop_at.append(time.perf_counter() + seconds))
 
     def client(i: int) -> None:
+        """One client: warm up, wait for the others, then send back to back until the deadline."""
         policy = WebsocketClientPolicy(host, port)
         rng = np.random.default_rng(i)
         obs = [observation(rng, policy.get_server_metadata()) for _ in range(4)]

@@ -246,6 +246,7 @@ def export_policy(
     deploy = deploy_spec(cfg, policy, ckpt, weights)
 
     def write(tmp: Path) -> None:
+        """Fill the temporary directory (renamed into place when complete)."""
         save_pretrained(policy, tmp)
         deploy.save(tmp)
 

@@ -94,11 +94,11 @@ def run_served_episodes(
     from openpi_client.action_chunk_broker import ActionChunkBroker
     from openpi_client.websocket_client_policy import WebsocketClientPolicy
 
+    from policy_and_value.envs.metaworld_tasks import state_type_for
+
     client = WebsocketClientPolicy(host, port, api_key=api_key)
     meta = client.get_server_metadata()
     keys = metadata_keys(meta)
-    from policy_and_value.envs.metaworld_tasks import state_type_for
-
     state_type = meta.get("state_type") or state_type_for(int(meta["state_dim"]))
     steps = max_episode_steps or meta.get("max_episode_steps") or 150
     env = episode_env(
@@ -128,6 +128,7 @@ class PerObservationPolicy:
         self.num_action_chunks = served.spec.chunk_size
 
     def eval(self) -> PerObservationPolicy:
+        """evaluate_in_metaworld calls ``policy.eval()``; nothing to switch."""
         return self
 
     def predict(self, obs: dict[str, Any], mode: str = "eval") -> Any:

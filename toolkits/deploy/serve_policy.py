@@ -25,6 +25,7 @@ import hmac
 import http
 import logging
 import queue
+import signal
 import sys
 import threading
 import time
@@ -63,6 +64,7 @@ class InferenceThread:
         return future
 
     def _run(self) -> None:
+        """Take the first waiting frame and whatever else waits (up to ``max_batch``), answer them, repeat."""
         while (item := self._queue.get()) is not None:
             items = [item]
             while len(items) < self.max_batch:
@@ -77,6 +79,7 @@ class InferenceThread:
             self._answer(items)
 
     def _answer(self, items: list[tuple[bytes, Future]]) -> None:
+        """Parse each frame (its own error on failure), infer the good ones as one batch, set the futures."""
         parsed = []
         for frame, future in items:
             if not future.set_running_or_notify_cancel():
@@ -204,6 +207,7 @@ class PolicyServer:
                 await stop
 
     def _bound(self, server: Server) -> None:
+        """Record the port actually bound (``--port 0`` picks a free one)."""
         self.port = server.sockets[0].getsockname()[1]
 
     def close(self) -> None:
@@ -223,6 +227,7 @@ class ServerThread:
         self._error: BaseException | None = None
 
     def _main(self) -> None:
+        """The thread's body: a fresh event loop running the server until ``stop``."""
         self._loop = asyncio.new_event_loop()
         self._stop = self._loop.create_future()
         try:
@@ -242,6 +247,7 @@ class ServerThread:
 
     @property
     def url(self) -> str:
+        """The server's websocket address."""
         return f"ws://{self.server.host}:{self.server.port}"
 
     def stop(self) -> None:
@@ -314,10 +320,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     async def run() -> None:
+        """Serve until SIGINT/SIGTERM, printing the address once bound."""
         loop = asyncio.get_running_loop()
         stop = loop.create_future()
-        import signal
-
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
         ready = threading.Event()
