@@ -13,11 +13,11 @@ export MUJOCO_GL ?= egl
 $(VPY):
 	$(PY) -m venv $(VENV)
 
-# Re-install when the pins or the package metadata change.
+# Re-install when the pins or the package metadata change. openpi's own client (the protocol tests) goes
+# in without its pins: its release pins numpy<2; its real needs (websockets msgpack dm-tree pillow numpy)
+# are installed by the line before.
 $(STAMP): $(VPY) constraints.txt pyproject.toml
 	$(PIP) install -q -c constraints.txt -e '.[dev]'
-	# openpi's own client, for the protocol tests: its release pins numpy<2, so without its pins (its real
-	# needs, websockets msgpack dm-tree pillow numpy, are installed above)
 	$(PIP) install -q --no-deps -c constraints.txt openpi-client
 	touch $(STAMP)
 
