@@ -1,4 +1,8 @@
-"""Config validation: all shipped configs load; bad configs fail before any work with one clear line."""
+"""Config validation: all shipped configs load; bad configs fail before any work with one clear line.
+
+The 90 bad inputs of ``BAD`` each end the CLI (``python -m policy_and_value.train``, what
+scripts/run_embodiment.sh runs) with exit code 2 and one line on stderr, before Ray starts.
+"""
 
 import subprocess
 from pathlib import Path
@@ -360,6 +364,22 @@ def test_bad_config_gives_one_clear_line(name, overrides, fragments):
     assert "\n" not in msg and msg.startswith("config error: ")
     for f in fragments:
         assert f in msg, (f, msg)
+
+
+@pytest.mark.parametrize("name,overrides,fragments", BAD, ids=[" ".join(b[1]) or b[0] for b in BAD])
+def test_cli_ends_bad_input_with_exit_2_and_one_line_before_ray(name, overrides, fragments, capsys):
+    import ray
+
+    from policy_and_value.train import main
+
+    assert main([name, *overrides]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("config error: ")
+    assert not ray.is_initialized()
+
+
+def test_docstring_counts_the_bad_inputs():
+    assert f"The {len(BAD)} bad inputs of ``BAD``" in __doc__
 
 
 def test_resume_dir_that_is_not_a_checkpoint(checkpoint_missing_actor):
