@@ -47,14 +47,14 @@ ARMS = ["imagined", "imagined, real actions", "zero actions", "start frame", "re
 
 
 def auc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """Probability that a random success scores above a random failure (ties count half); nan if one class."""
-    from scipy.stats import rankdata
+    """Probability that a random success scores above a random failure (ties count half); nan if one class.
+    Mann-Whitney U over the pairs, as ``benchmarks/reward_quality.py`` computes its AUC."""
+    from scipy.stats import mannwhitneyu
 
-    pos, neg = labels.sum(), (~labels).sum()
-    if pos == 0 or neg == 0:
+    pos, neg = scores[labels], scores[~labels]
+    if len(pos) == 0 or len(neg) == 0:
         return float("nan")
-    ranks = rankdata(scores)
-    return float((ranks[labels].sum() - pos * (pos + 1) / 2) / (pos * neg))
+    return float(mannwhitneyu(pos, neg).statistic / (len(pos) * len(neg)))
 
 
 def spearman_or_zero(a: np.ndarray, b: np.ndarray) -> float:

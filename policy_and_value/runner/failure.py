@@ -16,6 +16,11 @@ class JobFailed(RuntimeError):
     """A job stopped by an error; the message is one line: which worker, the cause, where the traceback is."""
 
 
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else ""
+
+
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else ""
@@ -30,8 +35,7 @@ def describe_failure(err: BaseException) -> str:
         where = (err.proctitle or err.function_name or "worker").removeprefix("ray::")
         cause = err.cause
         if cause is not None and not isinstance(cause, RayTaskError):
-            message = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
-            return f"{where}: {type(cause).__name__}: {message}".rstrip(": ")
+            return f"{where}: {type(cause).__name__}: {_first_line(cause)}".rstrip(": ")
         return f"{where}: {_last_line(str(err))}"
     if isinstance(err, RayActorError):
         text = re.sub(r"\x1b\[[0-9;]*m", "", getattr(err, "error_msg", "") or str(err))
@@ -39,8 +43,7 @@ def describe_failure(err: BaseException) -> str:
         where = match.group(1) if match else "a worker"
         died = "died while starting" if getattr(err, "_actor_init_failed", False) else "died"
         return f"{where} {died}: {_last_line(text)}"
-    message = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    return f"driver: {type(err).__name__}: {message}".rstrip(": ")
+    return f"driver: {type(err).__name__}: {_first_line(err)}".rstrip(": ")
 
 
 def record_failure(err: BaseException, log_dir: str) -> JobFailed:

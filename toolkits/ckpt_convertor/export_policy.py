@@ -120,7 +120,7 @@ def resolve_model_dir(cfg: Any, override: str | None, checkpoint: Path) -> str |
 
 def read_weights(checkpoint: Path, weights: str) -> tuple[dict[str, Any], str]:
     """The policy's state dict from the rollout safetensors or the actor DCP, and the file it came from."""
-    from policy_and_value.runner.checkpoint import ROLLOUT_WEIGHTS, CheckpointError, verify_dcp_dir
+    from policy_and_value.runner.checkpoint import ROLLOUT_WEIGHTS, CheckpointError
 
     if weights == "rollout":
         from safetensors.torch import load_file
@@ -132,8 +132,7 @@ def read_weights(checkpoint: Path, weights: str) -> tuple[dict[str, Any], str]:
             raise CheckpointError(f"{path}: unreadable ({' '.join(str(err).split())})") from None
     from toolkits.ckpt_convertor.convert_dcp_to_state_dict import load_model_state_dict
 
-    dcp_dir = checkpoint / "actor"
-    verify_dcp_dir(str(dcp_dir))
+    dcp_dir = checkpoint / "actor"  # verified by verify_checkpoint before, and again by load_model_state_dict
     try:
         with warnings.catch_warnings():  # DCP warns that it reads without a process group, as intended
             warnings.filterwarnings("ignore", message="torch.distributed is disabled")
