@@ -19,7 +19,9 @@ from collections import defaultdict
 
 import numpy as np
 import torch
-from scipy.stats import mannwhitneyu, spearmanr
+from scipy.stats import spearmanr
+
+from toolkits.metrics import auc
 
 
 def main() -> None:
@@ -88,13 +90,12 @@ def main() -> None:
     aucs, all_rho = [], []
     for task in sorted(finals):
         rows = finals[task]
-        pos = [s for s, ok in rows if ok]
-        neg = [s for s, ok in rows if not ok]
-        auc = float(mannwhitneyu(pos, neg).statistic / (len(pos) * len(neg))) if pos and neg else float("nan")
+        labels = np.array([ok for _, ok in rows], bool)
+        task_auc = auc(np.array([s for s, _ in rows]), labels)
         rho = float(np.mean(rhos[task])) if rhos[task] else float("nan")
-        aucs.append(auc)
+        aucs.append(task_auc)
         all_rho += rhos[task]
-        print(f"| {task} | {len(pos)}/{len(neg)} | {auc:.3f} | {rho:.3f} |")
+        print(f"| {task} | {labels.sum()}/{(~labels).sum()} | {task_auc:.3f} | {rho:.3f} |")
     print(f"| all | | {np.nanmean(aucs):.3f} | {np.mean(all_rho):.3f} |")
     print(f"\nscoring: {frames / score_time:.0f} frames/s one episode at a time, {batched_fps:.0f} frames/s batched "
           f"(64 envs x 4 frames x {v} views); training {train_time:.0f} s; model {model_dir}")  # fmt: skip

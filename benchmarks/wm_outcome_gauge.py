@@ -43,18 +43,10 @@ import torch
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+from toolkits.metrics import auc  # noqa: E402
+
 ARMS = ["imagined", "imagined, real actions", "zero actions", "start frame", "reward model, real frames"]
-
-
-def auc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """Probability that a random success scores above a random failure (ties count half); nan if one class.
-    Mann-Whitney U over the pairs, as ``benchmarks/reward_quality.py`` computes its AUC."""
-    from scipy.stats import mannwhitneyu
-
-    pos, neg = scores[labels], scores[~labels]
-    if len(pos) == 0 or len(neg) == 0:
-        return float("nan")
-    return float(mannwhitneyu(pos, neg).statistic / (len(pos) * len(neg)))
+STATE_ARM = "success classifier, real states"  # with a state model (env.train.state_model_config)
 
 
 def spearman_or_zero(a: np.ndarray, b: np.ndarray) -> float:
@@ -84,16 +76,22 @@ def load_starts(root: str, tasks: list[str], per_task: int) -> dict[int, list[tu
 
 
 @torch.no_grad()
-def play(env, obs: dict[str, Any], act, steps: int, scorer) -> dict[str, Any]:
+def play(
+    env, obs: dict[str, Any], act, steps: int, scorer, start: torch.Tensor | None = None, state_scorer=None
+) -> dict[str, Any]:
     """Play one episode per env from ``obs`` (the envs were just reset): ``act(k, obs)`` gives chunk k.
-    Per env: success, return, the reward-model score of the start frame, the highest and the last score
-    while alive (the env's own ``info['scores']`` where it has them, else ``scorer`` on the observed
-    frames), and the actions taken."""
+    Per env: success, return, the score of the start (``start``: the env's own, else the reward model's
+    of the start frame), the highest and the last score while alive (the env's own ``info['scores']``
+    where it has them, else ``scorer`` on the observed frames), the highest ``state_scorer`` score of the
+    observed states (when given), the state model's disagreement at the end, and the actions taken."""
     n, first = env.num_envs, obs["images"]
     alive, success = np.ones(n, bool), np.zeros(n, bool)
     ret = np.zeros(n, np.float32)
-    start = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy()
-    best, last = start.copy(), start.copy()
+    start_frame = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy()
+    begin = start_frame if start is None else start.numpy()
+    best, last = begin.copy(), begin.copy()
+    best_state = state_scorer(obs["state"]).numpy() if state_scorer else np.zeros(n, np.float32)
+    disagreement = np.zeros(n, np.float32)
     actions = []
     for k in range(-(-steps // env.chunk)):
         chunk = act(k, obs).clamp(-1, 1)
@@ -106,12 +104,19 @@ def play(env, obs: dict[str, Any], act, steps: int, scorer) -> dict[str, Any]:
         ret += np.where(alive, rewards.sum(1).numpy(), 0.0)
         best = np.where(alive, np.maximum(best, scores), best)
         last = np.where(alive, scores, last)
+        if state_scorer:
+            best_state = np.where(
+                alive, np.maximum(best_state, state_scorer(obs["state"]).numpy()), best_state
+            )
+        if "uncertainty" in info:
+            disagreement = np.where(alive, info["uncertainty"].numpy(), disagreement)
         success |= alive & terminated.numpy()
         alive &= ~(terminated | truncated).numpy()
         if not alive.any():
             break
-    return {"success": success, "return": ret, "max_score": best, "last_score": last,
-            "start_score": start, "start_images": first, "actions": torch.cat(actions, 1)}  # fmt: skip
+    return {"success": success, "return": ret, "max_score": best, "last_score": last, "start_score": start_frame,
+            "max_state_score": best_state, "disagreement": disagreement, "start_images": first,
+            "actions": torch.cat(actions, 1)}  # fmt: skip
 
 
 def assign_starts(
@@ -143,17 +148,18 @@ def play_round(
         return policy.predict(obs, mode="train").actions
 
     def imagine(act, n_steps: int = steps) -> dict[str, Any]:
-        obs, _ = wm_env.reset(reset_state_ids=torch.as_tensor(ep_ids))
-        return play(wm_env, obs, act, n_steps, scorer)
+        obs, info = wm_env.reset(reset_state_ids=torch.as_tensor(ep_ids))
+        return play(wm_env, obs, act, n_steps, scorer, start=info["scores"])
 
     obs, _ = real_env.reset(reset_state_ids=torch.as_tensor(layouts))
     torch.manual_seed(seed)
-    real = play(real_env, obs, sampled, steps, scorer)
+    state_scorer = wm_env.score_states if wm_env.state_model is not None else None
+    real = play(real_env, obs, sampled, steps, scorer, state_scorer=state_scorer)
     torch.manual_seed(seed)  # the same policy noise draws as in Meta-World
     imagined = imagine(sampled)
     taken = real["actions"]
-    start = imagined["start_score"]
-    return {
+    start = imagined["start_score"]  # the reward model's score of the start frame
+    arms = {
         "real": real,
         "imagined": imagined,
         "imagined, real actions": imagine(lambda k, obs: taken[:, k * c : (k + 1) * c], taken.shape[1]),
@@ -163,6 +169,10 @@ def play_round(
             "return": real["last_score"], "max_score": real["max_score"], "success": real["max_score"] >= threshold,
         },
     }  # fmt: skip
+    if state_scorer is not None:
+        best = real["max_state_score"]
+        arms[STATE_ARM] = {"return": best, "max_score": best, "success": best >= threshold}
+    return arms
 
 
 def main() -> None:
@@ -218,7 +228,7 @@ def main() -> None:
     )  # fmt: skip
     policy.eval()
 
-    results: dict[str, dict[str, list]] = {a: defaultdict(list) for a in ["real", *ARMS]}
+    results: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     task_of: list[int] = []
     begin = time.time()
     n_rounds = -(-args.starts_per_task // per_round)
@@ -230,8 +240,9 @@ def main() -> None:
             wcfg.success_threshold,
         )  # fmt: skip
         for name, res in arms.items():
-            for key in ("return", "max_score", "success"):
-                results[name][key].extend(np.asarray(res[key])[keep].tolist())
+            for key in ("return", "max_score", "success", "disagreement"):
+                if key in res:
+                    results[name][key].extend(np.asarray(res[key])[keep].tolist())
         gap = (arms["real"]["start_images"].float() - arms["imagined"]["start_images"].float()).abs().mean()
         print(
             f"round {r + 1}/{n_rounds}: start frames differ by {gap:.2f}/255, real success {arms['real']['success'][keep].mean():.2f}, imagined "
@@ -245,7 +256,8 @@ def main() -> None:
 
 
 def report(results: dict[str, dict[str, list]], task_of: np.ndarray, samples: int, tasks: list[str]) -> None:
-    """Print the agreement table over all starts and the AUC per task."""
+    """Print the agreement table over all starts, the AUC per task, and (with a state model) the AUC of the
+    imagined episodes its members agree on against the rest."""
     succ = np.asarray(results["real"]["success"], bool)
     mw = np.asarray(results["real"]["return"], np.float32)
     groups = [slice(s, s + samples) for s in range(0, len(succ), samples)]
@@ -255,7 +267,8 @@ def report(results: dict[str, dict[str, list]], task_of: np.ndarray, samples: in
     print(
         "| arm | AUC | AUC return | spearman succ | spearman MW | spread | success |\n|---|---|---|---|---|---|---|"
     )
-    for arm in ["real", *ARMS]:
+    arms = [a for a in [*ARMS, STATE_ARM] if a in results]
+    for arm in ["real", *arms]:
         ret = np.asarray(results[arm]["return"], np.float32)
         score = np.asarray(results[arm]["max_score"], np.float32)
         rho_s = (
@@ -268,11 +281,18 @@ def report(results: dict[str, dict[str, list]], task_of: np.ndarray, samples: in
         print(f"| {arm} | {auc(score, succ):.3f} | {auc(ret, succ):.3f} | {rho_s:.3f} | {rho_mw:.3f} | "
               f"{spread:.4f} | {np.mean(results[arm]['success']):.2f} |")  # fmt: skip
     print("\nAUC (episode score for real success) per task\n")
-    print("| task | real success | " + " | ".join(ARMS) + " |\n|---|---|" + "---|" * len(ARMS))
+    print("| task | real success | " + " | ".join(arms) + " |\n|---|---|" + "---|" * len(arms))
     for t, task in enumerate(tasks):
         m = task_of == t
-        cells = [f"{auc(np.asarray(results[a]['max_score'])[m], succ[m]):.3f}" for a in ARMS]
+        cells = [f"{auc(np.asarray(results[a]['max_score'])[m], succ[m]):.3f}" for a in arms]
         print(f"| {task} | {succ[m].mean():.2f} | " + " | ".join(cells) + " |")
+    doubt = np.asarray(results["imagined"].get("disagreement", []), np.float32)
+    if doubt.size and doubt.max() > 0:  # the hallucination filter's gauge
+        score = np.asarray(results["imagined"]["max_score"], np.float32)
+        trusted = doubt <= np.median(doubt)
+        print(f"\nimagined episodes by the state model's final disagreement (median {np.median(doubt):.3f}): "
+              f"AUC {auc(score[trusted], succ[trusted]):.3f} where the members agree (<= median), "
+              f"{auc(score[~trusted], succ[~trusted]):.3f} on the rest")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Typed config of dynamics-model training (``python -m world_models.train``)."""
+"""Typed configs of world-model training: the dynamics model (``python -m world_models.train``) and the
+state model (``python -m world_models.train_state_model``)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,41 @@ class WorldModelJob(Strict):
     output_dir: str = "logs/world_model"
     init_model_dir: str | None = None  # start from a saved dynamics model directory
     resume: bool = True  # continue from output_dir/checkpoints/latest
+
+
+class StateNetConfig(Strict):
+    action_chunk: int = Field(4, ge=1)  # actions per predicted chunk (the env's num_action_chunks)
+    ensemble_size: int = Field(5, ge=1)  # members: their disagreement flags hallucinated rollouts
+    hidden: int = Field(256, ge=1)
+    layers: int = Field(3, ge=1)
+
+
+class StateTrainConfig(Strict):
+    steps: int = Field(3000, ge=1)
+    batch_size: int = Field(128, ge=1)  # windows per member per step
+    horizon: int = Field(8, ge=1)  # chunks rolled open loop per window (trained through its own predictions)
+    lr: float = Field(1e-3, gt=0.0)
+    weight_decay: float = Field(1e-4, ge=0.0)
+    warmup_steps: int = Field(100, ge=0)
+    success_weight: float = Field(1.0, ge=0.0)  # weight of the success classifier's loss
+    log_interval: int = Field(250, ge=1)
+    seed: int = 0
+
+
+class StateRenderConfig(Strict):
+    # a dynamics model directory: the renderer learns its VAE latents of each recorded frame from the state
+    # (null: no renderer; env.frames_from=state needs one)
+    dynamics_model_dir: str | None = None
+    steps: int = Field(2000, ge=1)
+    batch_size: int = Field(256, ge=1)
+    lr: float = Field(1e-3, gt=0.0)
+    hidden: int = Field(512, ge=1)
+
+
+class StateModelJob(Strict):
+    data: WMDataConfig
+    model: StateNetConfig = Field(default_factory=StateNetConfig)
+    train: StateTrainConfig = Field(default_factory=StateTrainConfig)
+    render: StateRenderConfig = Field(default_factory=StateRenderConfig)
+    output_dir: str = "logs/state_model"
+    init_model_dir: str | None = None  # warm start from a saved state model (same tasks and sizes)

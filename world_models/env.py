@@ -98,6 +98,7 @@ class WorldModelEnv(BatchedEnv):
             action_high=(1.0,) * self.action_dim,
         )  # fmt: skip
         self.prompts = [self._episodes[t][0]["prompt"] for t in self.task_ids]
+        self.state_model = self._load_state_model()
         self._rng = np.random.default_rng(seed + 7919 * rank)
         self._gen = torch.Generator().manual_seed(seed + 7919 * rank)
         # deterministic imagination: every env and chunk starts denoising from this one noise draw, so the
@@ -107,6 +108,8 @@ class WorldModelEnv(BatchedEnv):
         )
         self._history = np.zeros((num_envs, self.history_frames, views, height, width, 3), np.uint8)
         self._state = np.zeros((num_envs, self.state_dim), np.float32)
+        members = self.state_model.cfg.ensemble_size if self.state_model is not None else 0
+        self._members = np.zeros((members, num_envs, self.state_dim), np.float32)  # each member's state
         self._progress = np.zeros(num_envs, np.float32)
         self._steps = np.zeros(num_envs, np.int64)
         self._return = np.zeros(num_envs, np.float32)
@@ -122,6 +125,44 @@ class WorldModelEnv(BatchedEnv):
             # like the simulators' videos: the first video_cfg.max_envs envs of this worker
             self.video = PredictionVideoWriter(out, min(num_envs, cfg.video_cfg.max_envs), rank=rank)
 
+    def _load_state_model(self) -> Any:
+        """The state model of ``state_model_config`` (None without one), checked against the env."""
+        if self.cfg.state_model_config is None:
+            return None
+        from world_models.state_model import StateModel
+
+        model = StateModel.from_pretrained(self.cfg.state_model_config, device=self.device)
+        if model.cfg.state_dim != self.state_dim or model.cfg.action_dim != self.action_dim:
+            raise ValueError(
+                f"env.state_model_config={self.cfg.state_model_config}: states of {model.cfg.state_dim} and "
+                f"actions of {model.cfg.action_dim}; the env has {self.state_dim} and {self.action_dim}"
+            )
+        self._tasks_one_hot = model.task_one_hot(self.prompts)  # an unknown task is an error here
+        if self.cfg.frames_from == "state" and model.cfg.latent_shape != list(
+            self.dynamics.noise_shape()[1:]
+        ):
+            raise ValueError(
+                f"env.state_model_config={self.cfg.state_model_config}: its renderer makes latents "
+                f"{model.cfg.latent_shape}; the dynamics model's VAE {list(self.dynamics.noise_shape()[1:])}"
+            )
+        return model
+
+    def _scores_of_states(self, states: torch.Tensor) -> torch.Tensor:
+        """The state model's success probability of member states [K, N, ..., S] -> [N, ...]."""
+        return self.state_model.success_prob(states.to(self.device), self._tasks_one_hot).cpu()
+
+    def _render(self, states: torch.Tensor) -> torch.Tensor:
+        """Frames uint8 [N, T, V, S, S, 3] of states [N, T, S]: the state model's renderer, the VAE's decoder."""
+        n, t, _ = states.shape
+        tasks = self._tasks_one_hot.repeat_interleave(t, 0)
+        latents = self.state_model.render_latents(states.reshape(n * t, -1).to(self.device), tasks)
+        return self.dynamics.decode(latents[:, None]).reshape(n, t, *self.spec.image_shape, 3).cpu()
+
+    def score_states(self, states: torch.Tensor) -> torch.Tensor:
+        """The state model's success probability of given states [N, S] (e.g. a simulator's) -> [N]."""
+        k = self.state_model.cfg.ensemble_size
+        return self._scores_of_states(states.float()[None].expand(k, -1, -1))
+
     # ------------------------------------------------------------------ contract
     def reset(
         self, env_ids: torch.Tensor | None = None, reset_state_ids: torch.Tensor | None = None
@@ -133,18 +174,28 @@ class WorldModelEnv(BatchedEnv):
             frames = [max(0, start - self.history_frames + 1 + j) for j in range(self.history_frames)]
             self._history[i] = ep["images"][frames]
             self._state[i] = ep["state"][start]
+            self._members[:, i] = ep["state"][start]
             self._episode_ids[i] = e
             self._frame[i] = start
             self._replaying[i] = True
         self._steps[ids] = 0
         self._return[ids] = 0.0
         self._success[ids] = False
-        current = torch.from_numpy(self._history[ids, -1:])
-        self._progress[ids] = self.scorer.score(current, [self.prompts[i] for i in ids])[:, 0].cpu().numpy()
+        if self.cfg.outcome_source == "state":
+            self._progress[ids] = self._scores_of_states(torch.from_numpy(self._members))[ids].numpy()
+        else:
+            current = torch.from_numpy(self._history[ids, -1:])
+            self._progress[ids] = (
+                self.scorer.score(current, [self.prompts[i] for i in ids])[:, 0].cpu().numpy()
+            )
         if self.video is not None:
             for i in ids:
                 self.video.start(int(i), self._history[i, -1], float(self._progress[i]))
-        return self._obs(), {"reset_state_ids": torch.as_tensor(self._episode_ids.copy())}
+        info = {
+            "reset_state_ids": torch.as_tensor(self._episode_ids.copy()),
+            "scores": torch.from_numpy(self._progress.copy()),
+        }
+        return self._obs(), info
 
     def _start_draws(self, ids: np.ndarray, reset_state_ids: torch.Tensor | None) -> list[tuple[int, int]]:
         """(reset episode, start frame) of each env in ``ids``: given episodes or random ones; with
@@ -172,13 +223,29 @@ class WorldModelEnv(BatchedEnv):
         n, c = self.num_envs, self.chunk
         actions = actions.reshape(n, c, self.action_dim).float().clamp(-1, 1)
         real = self._track_replay(actions)
-        out = self.dynamics.imagine(
-            torch.from_numpy(self._history), torch.from_numpy(self._state), actions, self.prompts,
-            generator=self._gen, num_inference_steps=self.cfg.num_inference_steps,
-            noise=None if self.cfg.stochastic_imagination else self._fixed_noise,
-        )  # fmt: skip
-        images = out["images"].cpu()  # [N, T_f, V, H, W, 3] uint8
-        scores = self.scorer.score(images, self.prompts).cpu()  # [N, T_f]
+        path, uncertainty = None, torch.zeros(n)
+        if self.state_model is not None:
+            path = self.state_model.rollout_chunk(
+                torch.from_numpy(self._members).to(self.device), actions.to(self.device), self._tasks_one_hot
+            ).cpu()  # [K, N, C, S]: every member's states after each action
+            uncertainty = self.state_model.disagreement(path[:, :, -1].to(self.device)).cpu()
+        if self.cfg.frames_from == "state":  # the frames the imagined states show, through the VAE's decoder
+            next_state = path[:, :, -1].mean(0)
+            images = self._render(path[:, :, [o - 1 for o in self.offsets]].mean(0))
+        else:
+            out = self.dynamics.imagine(
+                torch.from_numpy(self._history), torch.from_numpy(self._state), actions, self.prompts,
+                generator=self._gen, num_inference_steps=self.cfg.num_inference_steps,
+                noise=None if self.cfg.stochastic_imagination else self._fixed_noise,
+            )  # fmt: skip
+            images = out["images"].cpu()  # [N, T_f, V, H, W, 3] uint8
+            next_state = out.get("state") if path is None else path[:, :, -1].mean(0)
+        if path is not None:
+            self._members = path[:, :, -1].numpy().astype(np.float32)
+        if self.cfg.outcome_source == "state":
+            scores = self._scores_of_states(path[:, :, [o - 1 for o in self.offsets]])  # [N, T_f]
+        else:
+            scores = self.scorer.score(images, self.prompts).cpu()  # [N, T_f]
         progress = torch.cat([torch.from_numpy(self._progress)[:, None], scores], dim=1)
         mode = "chunk_reward" if self.cfg.chunk_reward else self.cfg.reward_mode
         frame_rewards = rewards_from_progress(progress, mode, self.cfg.reward_coef)  # [N, T_f]
@@ -192,23 +259,31 @@ class WorldModelEnv(BatchedEnv):
         for j, a in enumerate(ends):
             alive = j <= first_hit if not self.cfg.ignore_terminations else torch.ones(n, dtype=torch.bool)
             rewards[:, a] += torch.where(alive, frame_rewards[:, j], torch.zeros(n))
+        rewards[:, -1] -= (
+            self.cfg.uncertainty_penalty * uncertainty
+        )  # MOPO: distrust what the members dispute
         success_now = reached.any(1).numpy()
         self._success |= success_now
         self._steps += c
         self._return += rewards.sum(1).numpy()
         terminated = torch.from_numpy(success_now & (not self.cfg.ignore_terminations))
-        truncated = torch.from_numpy(self._steps >= self.cfg.max_episode_steps) & ~terminated
+        halted = (
+            uncertainty > self.cfg.uncertainty_halt
+            if self.cfg.uncertainty_halt is not None
+            else torch.zeros(n, dtype=torch.bool)
+        )  # the members disagree too much to trust the rest of this episode: stop it (MOReL's halt)
+        truncated = (torch.from_numpy(self._steps >= self.cfg.max_episode_steps) | halted) & ~terminated
         imgs = images.numpy()
         self._history = np.concatenate([self._history, imgs], axis=1)[:, -self.history_frames :]
         self._progress = scores[:, -1].numpy().astype(np.float32)
-        if out.get("state") is not None:
-            self._state = out["state"].cpu().numpy().astype(np.float32)
+        if next_state is not None:
+            self._state = next_state.cpu().numpy().astype(np.float32)
         if self.video is not None:
             for i in range(n):
                 for j in range(self.future_frames):
                     real_ij = None if real[i] is None else real[i][j]
                     self.video.add(i, imgs[i, j], float(scores[i, j]), real_ij)
-        info: dict[str, Any] = {"scores": scores}
+        info: dict[str, Any] = {"scores": scores, "uncertainty": uncertainty, "halted": halted}
         done = (terminated | truncated).numpy()
         if done.any():
             ids = np.nonzero(done)[0]
@@ -217,6 +292,7 @@ class WorldModelEnv(BatchedEnv):
                 "success_once": torch.as_tensor(self._success[ids]),
                 "return": torch.as_tensor(self._return[ids]),
                 "episode_len": torch.as_tensor(self._steps[ids]),
+                "halted": halted[ids].float(),
             }
             if self.video is not None:
                 for i in ids:
@@ -267,7 +343,8 @@ class WorldModelEnv(BatchedEnv):
     def get_state(self) -> dict[str, Any]:
         """History frames, states, counters and random streams: a resumed run imagines the same futures."""
         return {
-            "history": self._history.copy(), "state": self._state.copy(), "progress": self._progress.copy(),
+            "history": self._history.copy(), "state": self._state.copy(), "members": self._members.copy(),
+            "progress": self._progress.copy(),
             "steps": self._steps.copy(), "return": self._return.copy(), "success": self._success.copy(),
             "episode_ids": self._episode_ids.copy(), "frame": self._frame.copy(),
             "replaying": self._replaying.copy(), "rng": self._rng.bit_generator.state, "gen": self._gen.get_state(),
@@ -275,6 +352,7 @@ class WorldModelEnv(BatchedEnv):
 
     def set_state(self, state: dict[str, Any]) -> None:
         self._history, self._state = state["history"].copy(), state["state"].copy()
+        self._members = state.get("members", self._members).copy()  # runs saved before the state model
         self._progress, self._steps = state["progress"].copy(), state["steps"].copy()
         self._return, self._success = state["return"].copy(), state["success"].copy()
         self._episode_ids = state["episode_ids"].copy()

@@ -4,6 +4,7 @@ rank and pipeline stage gets, and the world-model env's model and data folders."
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from typing import Any
 
@@ -79,12 +80,52 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
             raise config_error(f"{prefix}.{key}", path, f"no {needed} in this directory")
     if env.reward_model_ckpt is not None and not os.path.isfile(env.reward_model_ckpt):
         raise config_error(f"{prefix}.reward_model_ckpt", env.reward_model_ckpt, "no such file")
+    _check_state_model(env, prefix)
     if env.visualize_wm_pred and not env.chunk_reward:
         raise config_error(
             f"{prefix}.visualize_wm_pred",
             True,
             f"requires {prefix}.chunk_reward=true (prediction videos are made with chunk rewards)",
         )
+
+
+def _check_state_model(env: EnvConfig, prefix: str) -> None:
+    """The state model's directory and chunk size; the keys that need one name it."""
+    if env.state_model_config is None:
+        needing = [
+            (key, value)
+            for key, value, off in (
+                ("outcome_source", env.outcome_source, "frames"),
+                ("frames_from", env.frames_from, "dynamics"),
+                ("uncertainty_penalty", env.uncertainty_penalty, 0.0),
+                ("uncertainty_halt", env.uncertainty_halt, None),
+            )
+            if value != off
+        ]
+        if needing:
+            key, value = needing[0]
+            raise config_error(
+                f"{prefix}.{key}", value, f"needs {prefix}.state_model_config (a state model directory)"
+            )
+        return
+    path = os.path.join(env.state_model_config, "config.json")
+    if not os.path.isfile(path):
+        raise config_error(
+            f"{prefix}.state_model_config", env.state_model_config, "no config.json in this directory"
+        )
+    with open(path) as f:
+        saved = json.load(f)
+    chunk = saved.get("action_chunk")
+    if env.frames_from == "state" and not saved.get("latent_shape"):
+        raise config_error(
+            f"{prefix}.frames_from", "state",
+            f"{env.state_model_config} has no renderer (train it with render.dynamics_model_dir)",
+        )  # fmt: skip
+    if chunk != env.num_action_chunks:
+        raise config_error(
+            f"{prefix}.state_model_config", env.state_model_config,
+            f"predicts chunks of {chunk} actions; {prefix}.num_action_chunks is {env.num_action_chunks}",
+        )  # fmt: skip
 
 
 def apply_num_group_envs(cfg: JobConfig, ranks: dict[str, int]) -> JobConfig:

@@ -161,6 +161,19 @@ class EnvConfig(Strict):
     reward_mode: Literal["per_frame", "relative", "v1", "v2"] = "per_frame"  # when chunk_reward is false
     reward_coef: float = 1.0
     success_threshold: float = Field(0.9, gt=0.0, le=1.0)  # progress that counts as success (terminates)
+    # state model directory (python -m world_models.train_state_model): its ensemble predicts the state the
+    # policy sees after each chunk (instead of the dynamics model's state head)
+    state_model_config: str | None = None
+    # what scores imagined progress: the reward model on the imagined frames, or the state model's success
+    # classifier on the imagined states (needs state_model_config)
+    outcome_source: Literal["frames", "state"] = "frames"
+    # where the imagined frames come from: the dynamics model's denoiser (from the frames before), or the
+    # state model's renderer (the frame each imagined state shows, decoded by the dynamics model's VAE)
+    frames_from: Literal["dynamics", "state"] = "dynamics"
+    # hallucination filtering (need state_model_config): each chunk's reward minus this x the ensemble's
+    # disagreement (MOPO), and imagined episodes truncated once the disagreement exceeds uncertainty_halt
+    uncertainty_penalty: float = Field(0.0, ge=0.0)
+    uncertainty_halt: float | None = Field(None, gt=0.0)
     visualize_wm_pred: bool = False
     # several env groups in one env (e.g. the world model and Meta-World): each item has a ``name``, its
     # share ``num_envs`` (the shares add up to num_envs) and any keys that differ from this config's

@@ -93,9 +93,8 @@ class MixedEnv(BatchedEnv):
         if any_final:
             out_info["final_obs"] = self._concat(finals)
         if episodes:
-            out_info["episode"] = {
-                k: torch.cat([torch.as_tensor(e[k]) for e in episodes]) for k in episodes[0]
-            }
+            shared = [k for k in episodes[0] if all(k in e for e in episodes)]  # e.g. "halted": imagined only
+            out_info["episode"] = {k: torch.cat([torch.as_tensor(e[k]) for e in episodes]) for k in shared}
         return (
             self._concat(self._obs),
             torch.cat(rewards),

@@ -1,0 +1,230 @@
+"""The state model: batched ensemble maths, training windows, its training CLI (it must learn a simple
+dynamics and success rule), the renderer, and the world-model env's state modes (states, outcomes,
+frames from states, hallucination penalty and halt) with their config checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from policy_and_value.config import ConfigError, load_config
+from policy_and_value.envs import make_env
+from tests.world_models.conftest import PROMPTS, tiny_dynamics
+from tests.world_models.test_env import _actions, _cfg
+from toolkits.episodes import Episode, EpisodeDataset, EpisodeWriter
+from world_models.state_data import StateWindows
+from world_models.state_model import EnsembleLinear, StateModel, StateModelConfig
+from world_models.train_state_model import main
+
+SMALL = ["model.hidden=32", "model.layers=2", "model.ensemble_size=3", "train.batch_size=16",
+         "train.horizon=2", "train.log_interval=1", "train.warmup_steps=0"]  # fmt: skip
+
+
+def _model(**kw) -> StateModel:
+    torch.manual_seed(0)
+    fields = {"state_dim": 39, "action_dim": 4, "action_chunk": 4, "prompts": sorted(PROMPTS.values()),
+              "ensemble_size": 3, "hidden": 16, "layers": 2, **kw}  # fmt: skip
+    return StateModel(StateModelConfig(**fields)).eval()
+
+
+@pytest.fixture(scope="module")
+def rule_episodes(tmp_path_factory) -> str:
+    """Episodes of a known world: the first state entries move by 0.05 x the action, and the task is solved
+    once entry 0 passes 0.3 (the episode ends there, as Meta-World's do)."""
+    root = str(tmp_path_factory.mktemp("rule_episodes"))
+    writer = EpisodeWriter(root, info={"cameras": ["corner", "gripperPOV"], "image_size": 32})
+    rng = np.random.default_rng(0)
+    for i in range(48):
+        task = list(PROMPTS)[i % 2]
+        states, actions, success = [rng.uniform(-0.2, 0.2, 6).astype(np.float32)], [], []
+        for _ in range(24):
+            a = np.clip(rng.normal(0.4 if i % 3 else -0.4, 0.5, 4), -1, 1).astype(np.float32)
+            s = states[-1].copy()
+            s[:4] += 0.05 * a
+            actions.append(a)
+            states.append(s)
+            success.append(bool(s[0] > 0.3))
+            if success[-1]:
+                break
+        t = len(actions)
+        meta = {"prompt": PROMPTS[task], "task": task, "success_once": bool(success[-1])}
+        images = rng.integers(0, 255, size=(t + 1, 2, 32, 32, 3), dtype=np.uint8)
+        writer.write(Episode(images, np.stack(states), np.stack(actions), np.zeros(t, np.float32),
+                             np.array(success), meta))  # fmt: skip
+    writer.close({})
+    return root
+
+
+def test_ensemble_linear_is_one_linear_layer_per_member():
+    layer = EnsembleLinear(3, 5, 2)
+    x = torch.randn(3, 4, 5)
+    out = layer(x)
+    for k in range(3):
+        assert torch.allclose(out[k], x[k] @ layer.weight[k] + layer.bias[k], atol=1e-6)
+
+
+def test_rollout_shapes_members_and_round_trip(tmp_path):
+    model = _model()
+    states = torch.randn(1, 5, 39).expand(3, -1, -1)
+    tasks = model.task_one_hot([PROMPTS["reach-v3"]] * 5)
+    path = model.rollout_chunk(states, _actions(5), tasks)
+    assert path.shape == (3, 5, 4, 39)
+    assert not torch.allclose(path[0], path[1])  # members differ: their disagreement is the filter's signal
+    assert model.disagreement(path[:, :, -1]).shape == (5,) and (model.disagreement(path[:, :, -1]) > 0).all()
+    assert torch.equal(model.disagreement(states), torch.zeros(5))
+    prob = model.success_prob(path, tasks)
+    assert prob.shape == (5, 4) and ((prob >= 0) & (prob <= 1)).all()
+    loaded = StateModel.from_pretrained(model.save_pretrained(tmp_path / "sm"))
+    assert torch.equal(loaded.rollout_chunk(states, _actions(5), tasks), path)
+    with pytest.raises(ValueError, match="unknown prompts"):
+        model.task_one_hot(["open the door"])
+
+
+def test_windows_line_up_actions_states_and_success(rule_episodes):
+    episodes = EpisodeDataset(rule_episodes)
+    data = StateWindows(episodes, [0], chunk=4, horizon=2)
+    ep = episodes[0]
+    t_len = len(ep.actions)
+    assert len(data) == t_len
+    b = data.batch(torch.tensor([0, t_len - 1]))
+    assert torch.equal(b["state"][0], torch.from_numpy(ep.state[0]))
+    assert torch.equal(b["actions"][0], torch.from_numpy(ep.actions[:8]))
+    assert torch.equal(b["next_states"][0], torch.from_numpy(ep.state[1:9]))
+    assert b["mask"][1].tolist() == [1] + [0] * 7  # the last step: one action, then padding
+    assert b["success"][1, 0] == float(ep.success[-1]) and b["success"][1, 1:].sum() == 0
+    assert (b["actions"][1, 1:] == 0).all() and torch.equal(
+        b["next_states"][1, 0], torch.from_numpy(ep.state[-1])
+    )
+
+
+def test_learns_the_dynamics_and_the_success_rule(rule_episodes, tmp_path, capsys):
+    out = tmp_path / "sm"
+    args = [f"data.path={rule_episodes}", f"output_dir={out}", "data.holdout_fraction=0.25", *SMALL]
+    assert main([*args, "train.steps=300", "train.lr=3e-3"]) == 0
+    log = capsys.readouterr().out
+    assert "state model step 300/300" in log and "held out" in log
+    model = StateModel.from_pretrained(out / "model")
+    metrics = dict(kv.split("=") for kv in log.split("held out: ")[1].splitlines()[0].split(", "))
+    assert float(metrics["open_loop_rms"]) < 0.5 * float(metrics["stays_rms"])
+    assert float(metrics["success_auc_real_states"]) > 0.9
+    # the success rule: entry 0 above 0.3
+    solved, unsolved = torch.zeros(1, 1, 6), torch.zeros(1, 1, 6)
+    solved[..., 0], unsolved[..., 0] = 0.45, 0.0
+    tasks = model.task_one_hot([PROMPTS["reach-v3"]])
+    k = model.cfg.ensemble_size
+    assert model.success_prob(solved.expand(k, -1, -1), tasks) > model.success_prob(
+        unsolved.expand(k, -1, -1), tasks
+    )
+
+
+def test_renderer_trains_against_a_dynamics_models_vae(rule_episodes, tmp_path, capsys):
+    dyn = tiny_dynamics().save_pretrained(tmp_path / "dyn")
+    out = tmp_path / "sm"
+    args = [f"data.path={rule_episodes}", f"output_dir={out}", "data.holdout_fraction=0.25", *SMALL]
+    assert (
+        main(
+            [*args, "train.steps=2", f"render.dynamics_model_dir={dyn}", "render.steps=3", "render.hidden=16"]
+        )
+        == 0
+    )
+    log = capsys.readouterr().out
+    assert "renderer step 3/3" in log and "PSNR" in log
+    model = StateModel.from_pretrained(out / "model")
+    assert model.cfg.latent_shape == list(tiny_dynamics().noise_shape()[1:])
+    # warm start keeps the statistics and continues
+    assert (
+        main([*args, f"output_dir={tmp_path / 'b'}", f"init_model_dir={out / 'model'}", "train.steps=1"]) == 0
+    )
+    tuned = StateModel.from_pretrained(tmp_path / "b" / "model")
+    assert torch.equal(tuned.delta_std, model.delta_std)
+
+
+def test_bad_config_is_one_line_and_exit_2(rule_episodes, tmp_path, capsys):
+    assert main([f"output_dir={tmp_path}", "data.path=/no/such/episodes"]) == 2
+    assert "data.path" in capsys.readouterr().err
+    assert main([f"data.path={rule_episodes}", "render.dynamics_model_dir=/nowhere"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "render.dynamics_model_dir" in err
+    assert main([f"data.path={rule_episodes}", "train.horizon=0"]) == 2
+    assert "train.horizon" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def state_model_dirs(tmp_path_factory) -> tuple[str, str]:
+    root = tmp_path_factory.mktemp("state_models")
+    shape = list(tiny_dynamics().noise_shape()[1:])
+    plain = _model().save_pretrained(root / "plain")
+    renders = _model(latent_shape=shape, render_hidden=16).save_pretrained(root / "renders")
+    return str(plain), str(renders)
+
+
+def test_env_states_outcomes_and_filters_come_from_the_state_model(episodes, model_dirs, state_model_dirs):
+    plain, _ = state_model_dirs
+    cfg = _cfg(episodes, model_dirs, state_model_config=plain, outcome_source="state", max_episode_steps=12)
+    env = make_env(cfg, 3, seed=0)
+    obs, info = env.reset()
+    assert ((info["scores"] >= 0) & (info["scores"] <= 1)).all()
+    start = obs["state"].clone()
+    obs, rewards, _, _, info = env.chunk_step(_actions(3))
+    model = env.state_model
+    path = model.rollout_chunk(start[None].expand(3, -1, -1), _actions(3), env._tasks_one_hot)
+    assert torch.allclose(obs["state"], path[:, :, -1].mean(0), atol=1e-5)  # the members' mean
+    assert torch.allclose(
+        info["scores"][:, -1], model.success_prob(path[:, :, -1], env._tasks_one_hot), atol=1e-5
+    )
+    assert torch.allclose(rewards[:, -1], info["scores"][:, -1], atol=1e-5)  # chunk reward: the last score
+    # the penalty takes lambda x disagreement off the chunk's reward; the halt ends doubted episodes
+    penalised = make_env(cfg.model_copy(update={"uncertainty_penalty": 2.0}), 3, seed=0)
+    penalised.reset()
+    _, rewards_p, _, _, info_p = penalised.chunk_step(_actions(3))
+    assert torch.allclose(
+        rewards - rewards_p,
+        torch.cat([torch.zeros(3, 3), 2.0 * info_p["uncertainty"][:, None]], 1),
+        atol=1e-5,
+    )
+    halting = make_env(cfg.model_copy(update={"uncertainty_halt": 1e-9}), 3, seed=0)
+    halting.reset()
+    _, _, terminated, truncated, info_h = halting.chunk_step(_actions(3))
+    assert (truncated | terminated).all() and info_h["halted"].any()
+    assert info_h["episode"]["halted"].sum() >= 1
+
+
+def test_env_frames_from_states_and_exact_restore(episodes, model_dirs, state_model_dirs):
+    _, renders = state_model_dirs
+    cfg = _cfg(episodes, model_dirs, state_model_config=renders, frames_from="state", max_episode_steps=12)
+    env = make_env(cfg, 2, seed=0)
+    env.reset()
+    env.chunk_step(_actions(2))
+    saved = env.get_state()
+    obs, rewards, *_ = env.chunk_step(_actions(2, 1))
+    assert obs["images"].shape == (2, 2, 32, 32, 3) and obs["images"].dtype == torch.uint8
+    expected = env._render(obs["state"][:, None])[:, 0]
+    # the frame the last imagined state shows (decoded in a different batch: rounding may differ by 1)
+    assert (obs["images"].int() - expected.int()).abs().max() <= 1
+    env.set_state(saved)
+    again, rewards_again, *_ = env.chunk_step(_actions(2, 1))
+    assert torch.equal(again["images"], obs["images"]) and torch.equal(rewards_again, rewards)
+
+
+def test_state_keys_are_checked_before_start(episodes, model_dirs, state_model_dirs):
+    dyn, reward = model_dirs
+    plain, _ = state_model_dirs
+    keys = [f"env.train.{k}" for k in ("env_type=world_model", f"dynamics_model_config={dyn}",
+            f"dynamics_model_image_root={episodes}", f"reward_model_config={reward}")]  # fmt: skip
+    with pytest.raises(
+        ConfigError, match=r"env.train.outcome_source='state': needs env.train.state_model_config"
+    ):
+        load_config("ppo_metaworld", [*keys, "env.train.outcome_source=state"])
+    with pytest.raises(
+        ConfigError, match=r"env.train.uncertainty_halt=0.5: needs env.train.state_model_config"
+    ):
+        load_config("ppo_metaworld", [*keys, "env.train.uncertainty_halt=0.5"])
+    with pytest.raises(ConfigError, match=r"env.train.frames_from='state':.*has no renderer"):
+        load_config(
+            "ppo_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.frames_from=state"]
+        )
+    with pytest.raises(ConfigError, match=r"predicts chunks of 4 actions; env.train.num_action_chunks is 2"):
+        load_config(
+            "ppo_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.num_action_chunks=2"]
+        )

@@ -1,0 +1,65 @@
+"""Training windows for the state model: from every step of every episode, the next ``horizon`` chunks of
+actions, the states after each action and the success flags, padded past the episode's end and masked.
+
+Windows that run past an episode's end keep zero actions and the last state, with mask 0 there, so the
+success chunk at the end of a successful episode (often shorter than a chunk) is trained on too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from policy_and_value.envs.metaworld_tasks import select_state
+
+
+class StateWindows:
+    """All windows of the selected episodes, gathered from flat padded arrays held in memory."""
+
+    def __init__(self, episodes, indices: list[int], chunk: int, horizon: int, state_type: str = "full"):
+        self.steps = chunk * horizon
+        states, actions, success, valid, starts, prompts = [], [], [], [], [], []
+        offset = 0
+        for i in indices:
+            acts = episodes.read(i, "actions").astype(np.float32)  # no frames are read
+            t_len, pad = len(acts), self.steps
+            st = select_state(episodes.read(i, "state"), state_type).astype(np.float32)
+            states.append(np.concatenate([st, np.repeat(st[-1:], pad, 0)]))
+            actions.append(np.concatenate([acts, np.zeros((pad + 1, acts.shape[1]), np.float32)]))
+            flags = episodes.read(i, "success").astype(np.float32)
+            success.append(np.concatenate([flags, np.zeros(pad + 1, np.float32)]))
+            valid.append(np.concatenate([np.ones(t_len, np.float32), np.zeros(pad + 1, np.float32)]))
+            starts += [offset + t for t in range(t_len)]
+            prompts += [episodes.entries[i]["prompt"]] * t_len
+            offset += t_len + 1 + pad
+        if not starts:
+            raise ValueError("no windows: the selected episodes have no actions")
+        self.states = torch.from_numpy(np.concatenate(states))  # [M, S], state j before action j
+        self.actions = torch.from_numpy(np.concatenate(actions))
+        self.success = torch.from_numpy(np.concatenate(success))  # success after action j
+        self.valid = torch.from_numpy(np.concatenate(valid))
+        self.starts = torch.tensor(starts)
+        self.prompts = np.array(prompts, dtype=object)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def batch(self, index: torch.Tensor) -> dict[str, torch.Tensor | list[str]]:
+        """For windows ``index`` (any shape I): ``state`` [I, S] at the start, ``actions`` [I, H*C, A],
+        ``next_states`` [I, H*C, S] after each action, ``success`` and ``mask`` [I, H*C], ``prompt``."""
+        first = self.starts[index]
+        steps = first[..., None] + torch.arange(self.steps)
+        return {
+            "state": self.states[first],
+            "actions": self.actions[steps],
+            "next_states": self.states[steps + 1],
+            "success": self.success[steps],
+            "mask": self.valid[steps],
+            "prompt": list(self.prompts[index.reshape(-1).numpy()]),
+        }
+
+    def chunk_deltas(self, chunk: int) -> torch.Tensor:
+        """State changes over one chunk from every window start whose chunk lies inside its episode."""
+        first = self.starts
+        inside = self.valid[first + chunk - 1] > 0
+        return self.states[first[inside] + chunk] - self.states[first[inside]]

@@ -1,0 +1,191 @@
+"""State world model: an ensemble of MLPs that predicts the states an action chunk leads to, and a
+success classifier on states. It grounds imagination in what the simulator's state says happened.
+
+Each of ``ensemble_size`` members maps (normalised state, the chunk's actions, task) to the state after
+every action of the chunk (as changes from the chunk's start, scaled per dimension by the typical change
+over one chunk), and a second head maps (state, task) to the logit that the task is solved in that state.
+Members differ by initialisation and training batches; each member rolls its own trajectory, so their
+disagreement grows where the model has not seen the data (``disagreement``: the hallucination signal).
+All members run as one batched matmul per layer (``EnsembleLinear``), no Python loop over members.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from toolkits.model_dir import config_path, load_weights_strict, write_model_dir
+
+
+@dataclass
+class StateModelConfig:
+    """Sizes of the state model; saved as ``config.json`` beside the weights."""
+
+    state_dim: int
+    action_dim: int
+    action_chunk: int
+    prompts: list[str] = field(default_factory=list)  # the tasks it knows (one-hot input)
+    ensemble_size: int = 5
+    hidden: int = 256
+    layers: int = 3
+    # the renderer: normalised dynamics-model VAE latents [views, channels, h, w] of the frame a state shows
+    # (empty: no renderer); frames are the dynamics model's VAE decoding of them
+    latent_shape: list[int] = field(default_factory=list)
+    render_hidden: int = 512
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.state_dim >= 1 and self.action_dim >= 1, "state_dim and action_dim must be >= 1"),
+            (self.action_chunk >= 1, "action_chunk must be >= 1"),
+            (self.ensemble_size >= 1, "ensemble_size must be >= 1"),
+            (self.hidden >= 1 and self.layers >= 1, "hidden and layers must be >= 1"),
+            (len(self.prompts) >= 1, "prompts must name at least one task"),
+            (len(self.latent_shape) in (0, 4), "latent_shape must be [] or [views, channels, h, w]"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(f"StateModelConfig: {message}")
+
+    def save(self, path: str | Path) -> None:
+        """Write ``config.json``."""
+        Path(path).write_text(
+            json.dumps({"model_type": "worldrl_state_model", **dataclasses.asdict(self)}, indent=2)
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> StateModelConfig:
+        """Read ``config.json``; unknown keys are an error."""
+        data = json.loads(Path(path).read_text())
+        data.pop("model_type", None)
+        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"{path}: unknown state-model config keys {unknown}")
+        return cls(**data)
+
+
+class EnsembleLinear(nn.Module):
+    """``K`` independent linear layers applied as one batched matmul: [K, N, in] -> [K, N, out]."""
+
+    def __init__(self, members: int, d_in: int, d_out: int):
+        super().__init__()
+        bound = 1.0 / math.sqrt(d_in)  # nn.Linear's default initialisation, per member
+        self.weight = nn.Parameter(torch.empty(members, d_in, d_out).uniform_(-bound, bound))
+        self.bias = nn.Parameter(torch.empty(members, 1, d_out).uniform_(-bound, bound))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.baddbmm(self.bias, x, self.weight)
+
+
+def ensemble_mlp(members: int, d_in: int, hidden: int, layers: int, d_out: int) -> nn.Sequential:
+    """``layers`` hidden SiLU layers of width ``hidden`` per member."""
+    dims = [d_in] + [hidden] * layers
+    parts: list[nn.Module] = []
+    for a, b in zip(dims[:-1], dims[1:]):
+        parts += [EnsembleLinear(members, a, b), nn.SiLU()]
+    return nn.Sequential(*parts, EnsembleLinear(members, dims[-1], d_out))
+
+
+class StateModel(nn.Module):
+    """``rollout_chunk(states, actions, prompts)`` -> every member's states after each action of the chunk;
+    ``success_prob(states, prompts)`` -> the ensemble's probability that each state solves its task."""
+
+    def __init__(self, cfg: StateModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        k, s, c = cfg.ensemble_size, cfg.state_dim, cfg.action_chunk
+        tasks = len(cfg.prompts)
+        self.dynamics = ensemble_mlp(k, s + c * cfg.action_dim + tasks, cfg.hidden, cfg.layers, c * s)
+        self.success = ensemble_mlp(k, s + tasks, cfg.hidden, cfg.layers, 1)
+        if cfg.latent_shape:
+            width = cfg.render_hidden
+            self.renderer = nn.Sequential(
+                nn.Linear(s + tasks, width), nn.SiLU(), nn.Linear(width, width), nn.SiLU(),
+                nn.Linear(width, width), nn.SiLU(), nn.Linear(width, math.prod(cfg.latent_shape)),
+            )  # fmt: skip
+        self.register_buffer("state_mean", torch.zeros(s))
+        self.register_buffer("state_std", torch.ones(s))
+        self.register_buffer("delta_std", torch.ones(s))  # typical change of each dimension over one chunk
+        self._prompt_index = {p: i for i, p in enumerate(cfg.prompts)}
+
+    @property
+    def device(self) -> torch.device:
+        return self.state_mean.device
+
+    def task_one_hot(self, prompts: Sequence[str]) -> torch.Tensor:
+        """[N, tasks] one-hot of each env's prompt; an unknown prompt is an error naming the known ones."""
+        unknown = sorted({p for p in prompts if p not in self._prompt_index})
+        if unknown:
+            raise ValueError(f"state model: unknown prompts {unknown}; it knows {self.cfg.prompts}")
+        ids = torch.tensor([self._prompt_index[p] for p in prompts], device=self.device)
+        return nn.functional.one_hot(ids, len(self.cfg.prompts)).float()
+
+    @torch.no_grad()
+    def fit_statistics(self, states: torch.Tensor, chunk_deltas: torch.Tensor) -> None:
+        """Normalisers from training data: states [M, S] and state changes over one chunk [M', S]."""
+        self.state_mean.copy_(states.mean(0))
+        self.state_std.copy_(states.std(0).clamp(min=1e-3))
+        self.delta_std.copy_(chunk_deltas.std(0).clamp(min=1e-6))
+
+    def _normalise(self, states: torch.Tensor) -> torch.Tensor:
+        return (states - self.state_mean) / self.state_std
+
+    def rollout_chunk(self, states: torch.Tensor, actions: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
+        """states [K, N, S] (one per member), actions [N, C, A] (or [K, N, C, A]), tasks one-hot [N, T]
+        (or [K, N, T]) -> [K, N, C, S]: each member's state after each action of the chunk."""
+        k, n, s = states.shape
+        acts = actions.reshape(*actions.shape[:-2], -1).expand(k, n, -1)
+        inputs = torch.cat([self._normalise(states), acts, tasks.expand(k, n, -1)], dim=-1)
+        deltas = self.dynamics(inputs).reshape(k, n, self.cfg.action_chunk, s) * self.delta_std
+        return states[:, :, None] + deltas
+
+    def success_logits(self, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
+        """states [K, N, ..., S] (member k's head reads member k's states), tasks one-hot [N, T] (or
+        [K, N, T]) -> logits [K, N, ...]."""
+        k, n = states.shape[:2]
+        flat = states.reshape(k, n, -1, states.shape[-1])
+        task = tasks.expand(k, n, -1)[:, :, None].expand(k, n, flat.shape[2], -1)
+        inputs = torch.cat([self._normalise(flat), task], dim=-1).reshape(
+            k, -1, flat.shape[-1] + task.shape[-1]
+        )
+        return self.success(inputs).reshape(k, n, *states.shape[2:-1])
+
+    @torch.no_grad()
+    def success_prob(self, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
+        """The members' mean success probability: states [K, N, ..., S] -> [N, ...]."""
+        return torch.sigmoid(self.success_logits(states, tasks)).mean(0)
+
+    def render_latents(self, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
+        """The dynamics model's normalised VAE latents of the frame each state shows: states [N, S],
+        tasks one-hot [N, T] -> [N, V, C, h, w] (decode them with ``DynamicsModel.decode``)."""
+        if not self.cfg.latent_shape:
+            raise ValueError(
+                "this state model has no renderer (it was trained without render.dynamics_model_dir)"
+            )
+        out = self.renderer(torch.cat([self._normalise(states), tasks], dim=-1))
+        return out.reshape(len(states), *self.cfg.latent_shape)
+
+    def disagreement(self, states: torch.Tensor) -> torch.Tensor:
+        """How far the members' states [K, N, S] disagree, in units of one chunk's typical change: the std
+        over members of each dimension divided by ``delta_std``, averaged over the dimensions that move."""
+        moving = self.delta_std > 1e-5
+        spread = states.std(0, correction=0)[..., moving] / self.delta_std[moving]
+        return spread.mean(-1)
+
+    # ------------------------------------------------------------------ weights
+    def save_pretrained(self, directory: str | Path) -> Path:
+        """Write ``config.json`` + ``model.safetensors``."""
+        return write_model_dir(directory, self.cfg, self)
+
+    @classmethod
+    def from_pretrained(cls, directory: str | Path, device: str | torch.device = "cpu") -> StateModel:
+        """Load a directory written by ``save_pretrained``; missing or unexpected keys are an error."""
+        model = cls(StateModelConfig.load(config_path(directory, "state model")))
+        load_weights_strict(model, directory)
+        return model.to(device).eval()

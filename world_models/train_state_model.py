@@ -1,0 +1,265 @@
+"""Train the state model (``world_models/state_model.py``) on collected episodes: no frames are read.
+
+    python -m world_models.train_state_model [world_model/state_ensemble] data.path=data/policy60 \\
+        output_dir=logs/state_model [train.steps=3000] [init_model_dir=DIR]
+
+Each member rolls ``train.horizon`` chunks open loop from a window's first state through its own
+predictions (so long imagined rollouts are what it is trained for) and regresses every state along the
+way; the success head learns Meta-World's success flag from the real states and from the predicted ones.
+Members draw their own batches. Held-out episodes give the open-loop error (against "the state stays")
+and the success classifier's AUC, printed at the end; the model goes to ``<output_dir>/model``.
+A few minutes on a CPU, so there is no resume: a stopped run leaves the previous model in place.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from policy_and_value.config.data_checks import check_episode_data
+from policy_and_value.config.errors import config_error as _fail
+from world_models.config import StateModelJob
+
+MODEL_DIR = "model"
+
+
+def check_job(job: StateModelJob) -> None:
+    """Paths and tasks, one line each, before data is loaded."""
+    check_episode_data(job.data.path, job.data.tasks)
+    for key, path in (
+        ("init_model_dir", job.init_model_dir),
+        ("render.dynamics_model_dir", job.render.dynamics_model_dir),
+    ):
+        if path is not None and not os.path.isfile(os.path.join(path, "config.json")):
+            raise _fail(key, path, "not a model directory (no config.json)")
+
+
+def rollout_losses(model, batch: dict, horizon: int, pos_weight: float) -> dict[str, torch.Tensor]:
+    """Open-loop state error over ``horizon`` chunks (in units of each dimension's typical change over
+    one chunk) and the success classifier's weighted cross-entropy on real and predicted states."""
+    k, n = batch["state"].shape[:2]
+    tasks = model.task_one_hot(batch["prompt"]).reshape(k, n, -1)
+    chunk = model.cfg.action_chunk
+    actions = batch["actions"].reshape(k, n, horizon, chunk, -1)
+    state, predicted = batch["state"], []
+    for h in range(horizon):
+        states = model.rollout_chunk(state, actions[:, :, h], tasks)
+        predicted.append(states)
+        state = states[:, :, -1]
+    pred = torch.cat(predicted, 2)  # [K, N, H*C, S]
+    mask = batch["mask"]
+    err = ((pred - batch["next_states"]) / model.delta_std).pow(2).mean(-1)
+    state_loss = (err * mask).sum() / mask.sum().clamp(min=1)
+    weight = mask * (1 + (pos_weight - 1) * batch["success"])
+    logits = torch.stack(
+        [model.success_logits(batch["next_states"], tasks), model.success_logits(pred.detach(), tasks)]
+    )
+    target = batch["success"].expand_as(logits)
+    bce = F.binary_cross_entropy_with_logits(logits, target, weight=weight.expand_as(logits), reduction="sum")
+    success_loss = bce / (2 * weight.sum().clamp(min=1))
+    return {"state": state_loss, "success": success_loss}
+
+
+@torch.no_grad()
+def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> dict[str, float]:
+    """Held-out windows: open-loop RMS error after ``horizon`` chunks (normalised, and hand position in
+    metres) for the ensemble mean and for "the state stays"; success AUC on real and predicted states."""
+    from toolkits.metrics import auc
+
+    gen = torch.Generator().manual_seed(seed)
+    index = torch.randperm(len(held), generator=gen)[:samples]
+    batch = held.batch(index[None].expand(model.cfg.ensemble_size, -1))
+    k, n = batch["state"].shape[:2]
+    tasks = model.task_one_hot(batch["prompt"][:n])
+    chunk = model.cfg.action_chunk
+    actions = batch["actions"][0].reshape(n, horizon, chunk, -1)
+    state, predicted = batch["state"], []
+    for h in range(horizon):
+        states = model.rollout_chunk(state, actions[:, h], tasks)
+        predicted.append(states)
+        state = states[:, :, -1]
+    pred = torch.cat(predicted, 2)  # [K, N, H*C, S]
+    real, mask = batch["next_states"][0], batch["mask"][0] > 0
+    last = mask.sum(1) - 1  # the last valid step of each window
+    rows = torch.arange(n)
+    mean_end, real_end = pred.mean(0)[rows, last], real[rows, last]
+    stays = batch["state"][0]
+    norm = model.delta_std
+
+    def rms(a: torch.Tensor, b: torch.Tensor) -> float:
+        return float(((a - b) / norm).pow(2).mean().sqrt())
+
+    def hand(a: torch.Tensor, b: torch.Tensor) -> float:
+        return float((a[:, :3] - b[:, :3]).norm(dim=1).mean())
+
+    prob_real = model.success_prob(real[None].expand(k, -1, -1, -1), tasks)[mask].numpy()
+    prob_pred = model.success_prob(pred, tasks)[mask].numpy()
+    labels = batch["success"][0][mask].numpy() > 0
+    return {
+        "open_loop_rms": rms(mean_end, real_end), "stays_rms": rms(stays, real_end),
+        "hand_error_m": hand(mean_end, real_end), "stays_hand_error_m": hand(stays, real_end),
+        "success_auc_real_states": auc(prob_real, labels), "success_auc_predicted_states": auc(prob_pred, labels),
+        "positives": float(labels.sum()),
+    }  # fmt: skip
+
+
+@torch.no_grad()
+def encoded_frames(dynamics, episodes, ids: list[int], state_type: str, batch: int = 128) -> dict:
+    """Every frame of the episodes ``ids`` as the dynamics model's normalised VAE latents, with its state."""
+    from policy_and_value.envs.metaworld_tasks import select_state
+
+    latents, states, prompts, frames = [], [], [], []
+    for i in ids:
+        images = torch.from_numpy(episodes.read(i, "images"))
+        latents += [dynamics.encode(part[:, None])[:, 0] for part in images.split(batch)]
+        states.append(torch.from_numpy(select_state(episodes.read(i, "state"), state_type).astype("float32")))
+        prompts += [episodes.entries[i]["prompt"]] * len(images)
+        frames.append(images)
+    return {
+        "latents": torch.cat(latents),
+        "states": torch.cat(states),
+        "prompts": prompts,
+        "frames": torch.cat(frames),
+    }
+
+
+def psnr(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Peak signal-to-noise ratio of uint8 images, in dB."""
+    mse = (a.float() - b.float()).pow(2).mean()
+    return float(10 * torch.log10(255.0**2 / mse.clamp(min=1e-8)))
+
+
+def train_renderer(model, dynamics, episodes, train_ids, held_ids, job: StateModelJob, log=print) -> None:
+    """Fit ``model.renderer``: state -> the VAE latents of the frame it shows (mean squared error); report the
+    held-out PSNR of its decoded frames against the VAE's own reconstruction (its ceiling)."""
+    from policy_and_value.algorithms.lr_schedule import warmup_cosine_lambda
+
+    if not model.cfg.latent_shape:
+        raise SystemExit(
+            f"init_model_dir={job.init_model_dir} has no renderer; train a new state model to add one"
+        )
+    start = time.time()
+    data = encoded_frames(dynamics, episodes, train_ids, job.data.state_type)
+    tasks = model.task_one_hot(data["prompts"])
+    log(f"renderer: {len(tasks)} frames encoded ({time.time() - start:.0f} s)")
+    params = list(model.renderer.parameters())
+    opt = torch.optim.AdamW(params, lr=job.render.lr, weight_decay=job.train.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine_lambda(0, job.render.steps, 0.1))
+    model.train()
+    for step in range(1, job.render.steps + 1):
+        idx = torch.randint(0, len(tasks), (job.render.batch_size,))
+        loss = (model.render_latents(data["states"][idx], tasks[idx]) - data["latents"][idx]).pow(2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        if step % job.train.log_interval == 0 or step == job.render.steps:
+            log(
+                f"renderer step {step}/{job.render.steps}: latent mse={loss.item():.4g} ({time.time() - start:.0f} s)"
+            )
+    model.eval()
+    if held_ids:
+        with torch.no_grad():
+            held = encoded_frames(dynamics, episodes, held_ids, job.data.state_type)
+            pick = torch.randperm(len(held["states"]), generator=torch.Generator().manual_seed(0))[:256]
+            rendered = dynamics.decode(
+                model.render_latents(
+                    held["states"][pick], model.task_one_hot([held["prompts"][i] for i in pick])
+                )[:, None]
+            )
+            recon = dynamics.decode(held["latents"][pick][:, None])
+            real = held["frames"][pick][:, None]
+        log(
+            f"renderer, held out: PSNR {psnr(rendered, real):.2f} dB (the VAE's reconstruction: {psnr(recon, real):.2f} dB)"
+        )
+
+
+def train_state_model(job: StateModelJob, log=print) -> Path:
+    """Train and write ``<output_dir>/model``; returns that directory."""
+    from policy_and_value.algorithms.lr_schedule import warmup_cosine_lambda
+    from policy_and_value.workers.base import seed_everything
+    from toolkits.episodes import EpisodeDataset, split_episodes
+    from toolkits.model_dir import replace_dir_atomically
+    from world_models.dynamics_model import DynamicsModel
+    from world_models.state_data import StateWindows
+    from world_models.state_model import StateModel, StateModelConfig
+
+    check_job(job)
+    seed_everything(job.train.seed)
+    episodes = EpisodeDataset(job.data.path, tasks=job.data.tasks)
+    train_ids, held_ids = split_episodes(episodes.entries, job.data.holdout_fraction, job.train.seed)
+    chunk, horizon = job.model.action_chunk, job.train.horizon
+    data = StateWindows(episodes, train_ids, chunk, horizon, job.data.state_type)
+    held = StateWindows(episodes, held_ids, chunk, horizon, job.data.state_type) if held_ids else None
+    prompts = sorted({e["prompt"] for e in episodes.entries})
+    if job.init_model_dir:
+        model = StateModel.from_pretrained(job.init_model_dir).train()
+        known = set(model.cfg.prompts)
+        if not set(prompts) <= known or model.cfg.action_chunk != chunk:
+            raise SystemExit(
+                f"init_model_dir={job.init_model_dir}: it knows {sorted(known)} with chunks of "
+                f"{model.cfg.action_chunk}; the data has {prompts} and model.action_chunk={chunk}"
+            )
+    else:
+        dynamics = (
+            DynamicsModel.from_pretrained(job.render.dynamics_model_dir)
+            if job.render.dynamics_model_dir
+            else None
+        )
+        cfg = StateModelConfig(
+            state_dim=data.states.shape[1], action_dim=data.actions.shape[1], action_chunk=chunk, prompts=prompts,
+            ensemble_size=job.model.ensemble_size, hidden=job.model.hidden, layers=job.model.layers,
+            latent_shape=list(dynamics.noise_shape()[1:]) if dynamics else [], render_hidden=job.render.hidden,
+        )  # fmt: skip
+        model = StateModel(cfg)
+        model.fit_statistics(data.states[data.valid > 0], data.chunk_deltas(chunk))
+    positives = float((data.success * data.valid).sum())
+    pos_weight = float((data.valid.sum() - positives) / max(positives, 1.0))
+    opt = torch.optim.AdamW(model.parameters(), lr=job.train.lr, weight_decay=job.train.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, warmup_cosine_lambda(job.train.warmup_steps, job.train.steps, 0.1)
+    )
+    k = model.cfg.ensemble_size
+    log(f"state model: {len(data)} windows from {len(train_ids)} episodes ({int(positives)} successes), "
+        f"{len(held_ids)} held out; {k} members, {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters")  # fmt: skip
+    start = time.time()
+    for step in range(1, job.train.steps + 1):
+        batch = data.batch(torch.randint(0, len(data), (k, job.train.batch_size)))
+        losses = rollout_losses(model, batch, horizon, pos_weight)
+        loss = losses["state"] + job.train.success_weight * losses["success"]
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if step % job.train.log_interval == 0 or step == job.train.steps:
+            log(f"state model step {step}/{job.train.steps}: state={losses['state'].item():.4g}, "
+                f"success={losses['success'].item():.4g} ({time.time() - start:.0f} s)")  # fmt: skip
+    model.eval()
+    if held is not None:
+        metrics = evaluate(model, held, horizon)
+        log("state model, held out: " + ", ".join(f"{key}={value:.4g}" for key, value in metrics.items()))
+    if job.render.dynamics_model_dir:
+        dynamics = DynamicsModel.from_pretrained(job.render.dynamics_model_dir)
+        train_renderer(model, dynamics, episodes, train_ids, held_ids, job, log)
+    out = Path(job.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    replace_dir_atomically(out / MODEL_DIR, model.save_pretrained)
+    log(f"state model written to {out / MODEL_DIR}")
+    return out / MODEL_DIR
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: compose ``configs/<CONFIG>.yaml`` (default ``world_model/state_ensemble``) with overrides, train."""
+    from policy_and_value.config.cli import job_cli
+
+    return job_cli(argv, "world_model/state_ensemble", StateModelJob, check_job, train_state_model, __doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
