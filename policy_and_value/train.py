@@ -32,7 +32,12 @@ def main(argv: list[str] | None = None) -> int:
     from policy_and_value.runner.failure import JobFailed
 
     try:
-        run_job(cfg)
+        if cfg.coevolution.rounds > 0:
+            from policy_and_value.runner.coevolution import run_coevolution
+
+            run_coevolution(cfg)
+        else:
+            run_job(cfg)
     except KeyboardInterrupt:
         return 130
     except JobFailed as err:

@@ -119,15 +119,17 @@ def collect(
     log=print,
     policy_dir: str | None = None,
     noise_level: float = 0.0,
+    layout_seed: int = 0,
 ) -> dict[str, dict[str, float]]:
     """Run rounds of batched episodes until every task has ``episodes_per_task``; returns per-task stats.
-    The experts act, or the pi0 policy of ``policy_dir`` (sampled at ``noise_level``)."""
+    The experts act, or the pi0 policy of ``policy_dir`` (sampled at ``noise_level``), on layouts drawn
+    from the benchmark of ``layout_seed``."""
     from policy_and_value.envs.metaworld_env import MetaWorldEnv
 
     num_envs = max(len(tasks), num_envs - num_envs % len(tasks))
     cfg = EnvConfig(
         env_type="metaworld", tasks=tasks, num_envs=num_envs, num_action_chunks=1, max_episode_steps=max_episode_steps,
-        auto_reset=False, cameras=cameras, image_size=image_size, use_images=use_images,
+        auto_reset=False, cameras=cameras, image_size=image_size, use_images=use_images, layout_seed=layout_seed,
     )  # fmt: skip
     env = MetaWorldEnv(cfg, num_envs, seed=seed)
     actor = PolicyActor(policy_dir, noise_level, seed) if policy_dir else ExpertActor(tasks, env.task_ids)

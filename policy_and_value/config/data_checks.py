@@ -78,3 +78,32 @@ def check_backends(cfg: JobConfig) -> None:
                 backend,
                 f"{backend} is not installed (.venv/bin/pip install {backend})",
             )
+
+
+def check_coevolution(cfg: JobConfig) -> None:
+    """Co-evolution needs a world-model env with a state model, the episodes it was trained on, a Meta-World
+    eval env (whose tasks and views the real rollouts use) and a pi0 policy (exported for those rollouts)."""
+    co, train = cfg.coevolution, cfg.env.train
+    if co.rounds == 0:
+        return
+    needs = [
+        ("env.train.env_type", train.env_type, train.env_type == "world_model" and not train.groups,
+         "coevolution.rounds > 0 trains in one world-model env group (env_type world_model, no groups)"),
+        ("env.train.state_model_config", train.state_model_config, train.state_model_config is not None,
+         "coevolution refits the state model: set a state model directory"),
+        ("env.eval.env_type", cfg.env.eval.env_type if cfg.env.eval else None,
+         cfg.env.eval is not None and cfg.env.eval.env_type == "metaworld",
+         "coevolution's real rollouts use a metaworld eval env's tasks and views"),
+        ("model.policy_type", cfg.model.policy_type, cfg.model.policy_type in ("pi0", "pi05"),
+         "coevolution exports the policy for its real rollouts: pi0 or pi05"),
+    ]  # fmt: skip
+    for key, value, ok, allowed in needs:
+        if not ok:
+            raise config_error(key, value, allowed)
+    data = co.state_model_data
+    if data is None or not os.path.isfile(os.path.join(data, "index.json")):
+        raise config_error(
+            "coevolution.state_model_data",
+            data,
+            "the episodes the state model was trained on (a dataset with index.json)",
+        )

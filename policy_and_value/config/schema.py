@@ -234,6 +234,23 @@ class ActorConfig(Strict):
     backend: Literal["auto", "gloo", "nccl"] = "auto"
 
 
+class CoevolutionConfig(Strict):
+    """World-model/policy co-evolution (``policy_and_value.runner.coevolution``): rounds of RL in imagination,
+    real rollouts of the current policy, and a warm-started refit of the state model on every real episode."""
+
+    rounds: int = Field(0, ge=0)  # 0: off (one plain run of runner.max_steps)
+    steps_per_round: int = Field(10, ge=1)  # RL steps in imagination per round
+    real_episodes_per_task: int = Field(4, ge=1)  # real rollouts of the current policy per task and round
+    layout_seed: int = Field(
+        0, ge=0
+    )  # the layouts the real rollouts draw from (training's, not evaluation's)
+    state_model_data: str | None = (
+        None  # the episodes the state model was trained on; refits add each round's
+    )
+    refit_steps: int = Field(300, ge=1)  # state-model (and renderer) training steps per refit, warm-started
+    dynamics_refit_steps: int = Field(0, ge=0)  # > 0: also fine-tune the dynamics model's denoiser per round
+
+
 class JobConfig(Strict):
     """The whole job."""
 
@@ -244,3 +261,4 @@ class JobConfig(Strict):
     model: ModelConfig = Field(default_factory=ModelConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     actor: ActorConfig = Field(default_factory=ActorConfig)
+    coevolution: CoevolutionConfig = Field(default_factory=CoevolutionConfig)

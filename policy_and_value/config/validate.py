@@ -14,7 +14,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from policy_and_value.config.algorithm_checks import check_algorithm, check_batches
-from policy_and_value.config.data_checks import check_backends, check_offline_data, check_paths
+from policy_and_value.config.data_checks import (
+    check_backends,
+    check_coevolution,
+    check_offline_data,
+    check_paths,
+)
 from policy_and_value.config.env_checks import all_envs, apply_num_group_envs, check_envs
 from policy_and_value.config.errors import ConfigError, format_validation_error
 from policy_and_value.config.model_checks import check_pi0
@@ -45,6 +50,7 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
     check_sizes(cfg, all_envs(cfg))
     check_offline_data(cfg)
     check_backends(cfg)
+    check_coevolution(cfg)
     return cfg
 
 

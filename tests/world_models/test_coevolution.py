@@ -1,0 +1,107 @@
+"""Co-evolution as a user runs it (``coevolution.rounds``): RL in imagination with a state model, real
+rollouts of the exported policy, warm-started refits, real env steps counted per round, resumable rounds;
+and its config checks."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from policy_and_value.config import ConfigError, load_config
+from policy_and_value.envs.metaworld_tasks import PROMPTS
+from reward_models import FrameScorer, RewardModelConfig
+from tests.world_models.conftest import tiny_dynamics
+
+TASKS = ["reach-v3", "push-v3"]
+
+
+@pytest.fixture(scope="module")
+def real_world(tmp_path_factory) -> dict[str, str]:
+    """Real expert episodes of the two tasks (32 px, 8 steps) and tiny models that know their prompts."""
+    from toolkits.collect_episodes import collect
+    from toolkits.episodes import EpisodeWriter
+    from world_models.config import StateModelJob
+    from world_models.train_state_model import train_state_model
+
+    root = tmp_path_factory.mktemp("coevolution")
+    data = str(root / "episodes")
+    writer = EpisodeWriter(data, info={"cameras": ["corner", "gripperPOV"], "image_size": 32})
+    writer.close(
+        collect(TASKS, 2, ["corner", "gripperPOV"], 32, 0.1, 0.5, 8, 0, 2, writer, log=lambda *_: None)
+    )
+    prompts = sorted(PROMPTS[t] for t in TASKS)
+    dyn = str(tiny_dynamics(prompts=prompts).save_pretrained(root / "dynamics"))
+    scorer = FrameScorer(
+        RewardModelConfig(num_views=2, image_size=32, channels=[8], hidden=16, prompts=prompts)
+    )
+    reward = str(scorer.save_pretrained(root / "reward"))
+    job = StateModelJob.model_validate({
+        "data": {"path": data, "holdout_fraction": 0.0}, "model": {"hidden": 16, "layers": 1, "ensemble_size": 2},
+        "train": {"steps": 2, "batch_size": 4, "horizon": 1}, "output_dir": str(root / "state"),
+        "render": {"dynamics_model_dir": dyn, "steps": 1, "hidden": 16},
+    })  # fmt: skip
+    state = str(train_state_model(job, log=lambda *_: None))
+    return {"data": data, "dynamics": dyn, "reward": reward, "state": state}
+
+
+def _overrides(world: dict[str, str]) -> list[str]:
+    return [
+        "env@env.train=world_model_3tasks", f"env.train.tasks={TASKS}", f"env.train.dynamics_model_config={world['dynamics']}",
+        f"env.train.dynamics_model_image_root={world['data']}", f"env.train.reward_model_config={world['reward']}",
+        f"env.train.state_model_config={world['state']}", "env.train.frames_from=state", "env.train.outcome_source=state",
+        "env.train.success_threshold=0.5", "env.train.image_size=32", "env.train.num_envs=2", "env.train.max_episode_steps=8",
+        "env.eval.cameras=[corner,gripperPOV]", "env.eval.image_size=32", "env.eval.num_envs=2", "env.eval.max_episode_steps=8",
+        "env.eval_episodes=2", "algorithm.n_chunk_steps=2", "model.pi0.num_steps=2", "actor.global_batch_size=4",
+        "actor.micro_batch_size=4", "algorithm.update_epoch=1", "runner.val_check_interval=1", "runner.progress_bar=false",
+        "coevolution.rounds=2", "coevolution.steps_per_round=1", "coevolution.real_episodes_per_task=1",
+        f"coevolution.state_model_data={world['data']}", "coevolution.refit_steps=1",
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_rounds_train_collect_refit_and_count_real_steps(real_world, tmp_path, capsys):
+    from policy_and_value.runner.coevolution import run_coevolution
+
+    cfg = load_config(
+        "ppo_pi0_metaworld",
+        [*_overrides(real_world), f"runner.logger.log_path={tmp_path}", "runner.logger.experiment_name=co"],
+    )
+    records = run_coevolution(cfg)
+    assert [r["round"] for r in records] == [1, 2] and [r["step"] for r in records] == [1, 2]
+    for r in records:
+        assert r["real_episodes"] == len(TASKS) and 0 < r["real_env_steps"] <= 8 * len(TASKS)
+        assert "eval/success_once" in r and os.path.isfile(
+            os.path.join(r["state_model"], "model.safetensors")
+        )
+    assert records[1]["real_env_steps_total"] == records[0]["real_env_steps"] + records[1]["real_env_steps"]
+    root = tmp_path / "co" / "coevolution"
+    lines = [json.loads(x) for x in (root / "rounds.jsonl").read_text().splitlines()]
+    assert [x["real_env_steps_total"] for x in lines] == [r["real_env_steps_total"] for r in records]
+    # round 2 trained on the first state model's data plus both rounds' real episodes
+    merged = json.loads((root / "round_2" / "data" / "index.json").read_text())["episodes"]
+    assert len(merged) == 2 * len(TASKS) + 2 * len(TASKS)
+    assert (root / "round_1" / "policy" / "config.json").is_file()
+    assert records[1]["checkpoint"].endswith("global_step_2")
+    metrics = [json.loads(x) for x in (tmp_path / "co" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2]  # round 2 resumed round 1's checkpoint
+    assert "co-evolution round 2/2" in capsys.readouterr().out
+
+
+def test_coevolution_keys_are_checked_before_start(real_world):
+    keys = _overrides(real_world)
+    with pytest.raises(ConfigError, match=r"coevolution.state_model_data=None: the episodes the state model"):
+        load_config("ppo_pi0_metaworld", [*keys, "coevolution.state_model_data=null"])
+    with pytest.raises(ConfigError, match=r"env.eval.env_type=None: coevolution's real rollouts"):
+        load_config("ppo_pi0_metaworld", [*keys, "~env.eval", "runner.val_check_interval=-1"])
+    with pytest.raises(ConfigError, match=r"env.train.state_model_config=None: coevolution refits"):
+        load_config(
+            "ppo_pi0_metaworld",
+            [
+                *keys,
+                "env.train.state_model_config=null",
+                "env.train.frames_from=dynamics",
+                "env.train.outcome_source=frames",
+            ],
+        )
