@@ -52,7 +52,9 @@ class StateNetConfig(Strict):
 
 
 class StateTrainConfig(Strict):
-    steps: int = Field(3000, ge=1)
+    steps: int = Field(
+        3000, ge=0
+    )  # 0 with init_model_dir: keep its ensemble (e.g. to train only the renderer)
     batch_size: int = Field(128, ge=1)  # windows per member per step
     horizon: int = Field(8, ge=1)  # chunks rolled open loop per window (trained through its own predictions)
     lr: float = Field(1e-3, gt=0.0)

@@ -111,6 +111,8 @@ class WorldModelEnv(BatchedEnv):
         members = self.state_model.cfg.ensemble_size if self.state_model is not None else 0
         self._members = np.zeros((members, num_envs, self.state_dim), np.float32)  # each member's state
         self._progress = np.zeros(num_envs, np.float32)
+        # state_residual: real start frame minus the rendered start state's frame, per env [N, V, H, W, 3]
+        self._start_offset = np.zeros((num_envs, views, height, width, 3), np.float32)
         self._steps = np.zeros(num_envs, np.int64)
         self._return = np.zeros(num_envs, np.float32)
         self._success = np.zeros(num_envs, bool)
@@ -138,7 +140,7 @@ class WorldModelEnv(BatchedEnv):
                 f"actions of {model.cfg.action_dim}; the env has {self.state_dim} and {self.action_dim}"
             )
         self._tasks_one_hot = model.task_one_hot(self.prompts)  # an unknown task is an error here
-        if self.cfg.frames_from == "state" and model.cfg.latent_shape != list(
+        if self.cfg.frames_from != "dynamics" and model.cfg.latent_shape != list(
             self.dynamics.noise_shape()[1:]
         ):
             raise ValueError(
@@ -151,10 +153,12 @@ class WorldModelEnv(BatchedEnv):
         """The state model's success probability of member states [K, N, ..., S] -> [N, ...]."""
         return self.state_model.success_prob(states.to(self.device), self._tasks_one_hot).cpu()
 
-    def _render(self, states: torch.Tensor) -> torch.Tensor:
-        """Frames uint8 [N, T, V, S, S, 3] of states [N, T, S]: the state model's renderer, the VAE's decoder."""
+    def _render(self, states: torch.Tensor, ids: np.ndarray | None = None) -> torch.Tensor:
+        """Frames uint8 [N, T, V, S, S, 3] of states [N, T, S] (of envs ``ids``, default all): the state
+        model's renderer, the VAE's decoder."""
         n, t, _ = states.shape
-        tasks = self._tasks_one_hot.repeat_interleave(t, 0)
+        one_hot = self._tasks_one_hot if ids is None else self._tasks_one_hot[torch.as_tensor(ids)]
+        tasks = one_hot.repeat_interleave(t, 0)
         latents = self.state_model.render_latents(states.reshape(n * t, -1).to(self.device), tasks)
         return self.dynamics.decode(latents[:, None]).reshape(n, t, *self.spec.image_shape, 3).cpu()
 
@@ -178,6 +182,9 @@ class WorldModelEnv(BatchedEnv):
             self._episode_ids[i] = e
             self._frame[i] = start
             self._replaying[i] = True
+        if self.cfg.frames_from == "state_residual":
+            rendered = self._render(torch.from_numpy(self._state[ids])[:, None], ids)[:, 0]
+            self._start_offset[ids] = self._history[ids, -1].astype(np.float32) - rendered.numpy()
         self._steps[ids] = 0
         self._return[ids] = 0.0
         self._success[ids] = False
@@ -229,9 +236,18 @@ class WorldModelEnv(BatchedEnv):
                 torch.from_numpy(self._members).to(self.device), actions.to(self.device), self._tasks_one_hot
             ).cpu()  # [K, N, C, S]: every member's states after each action
             uncertainty = self.state_model.disagreement(path[:, :, -1].to(self.device)).cpu()
-        if self.cfg.frames_from == "state":  # the frames the imagined states show, through the VAE's decoder
+        if (
+            self.cfg.frames_from != "dynamics"
+        ):  # the frames the imagined states show, through the VAE's decoder
             next_state = path[:, :, -1].mean(0)
             images = self._render(path[:, :, [o - 1 for o in self.offsets]].mean(0))
+            if self.cfg.frames_from == "state_residual":  # + what the renderer misses in the real start frame
+                images = (
+                    (images.float() + torch.from_numpy(self._start_offset)[:, None])
+                    .round()
+                    .clamp(0, 255)
+                    .to(torch.uint8)
+                )
         else:
             out = self.dynamics.imagine(
                 torch.from_numpy(self._history), torch.from_numpy(self._state), actions, self.prompts,
@@ -344,6 +360,7 @@ class WorldModelEnv(BatchedEnv):
         """History frames, states, counters and random streams: a resumed run imagines the same futures."""
         return {
             "history": self._history.copy(), "state": self._state.copy(), "members": self._members.copy(),
+            "start_offset": self._start_offset.copy(),
             "progress": self._progress.copy(),
             "steps": self._steps.copy(), "return": self._return.copy(), "success": self._success.copy(),
             "episode_ids": self._episode_ids.copy(), "frame": self._frame.copy(),
@@ -353,6 +370,7 @@ class WorldModelEnv(BatchedEnv):
     def set_state(self, state: dict[str, Any]) -> None:
         self._history, self._state = state["history"].copy(), state["state"].copy()
         self._members = state.get("members", self._members).copy()  # runs saved before the state model
+        self._start_offset = state.get("start_offset", self._start_offset).copy()
         self._progress, self._steps = state["progress"].copy(), state["steps"].copy()
         self._return, self._success = state["return"].copy(), state["success"].copy()
         self._episode_ids = state["episode_ids"].copy()

@@ -116,9 +116,9 @@ def _check_state_model(env: EnvConfig, prefix: str) -> None:
     with open(path) as f:
         saved = json.load(f)
     chunk = saved.get("action_chunk")
-    if env.frames_from == "state" and not saved.get("latent_shape"):
+    if env.frames_from != "dynamics" and not saved.get("latent_shape"):
         raise config_error(
-            f"{prefix}.frames_from", "state",
+            f"{prefix}.frames_from", env.frames_from,
             f"{env.state_model_config} has no renderer (train it with render.dynamics_model_dir)",
         )  # fmt: skip
     if chunk != env.num_action_chunks:

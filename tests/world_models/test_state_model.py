@@ -228,3 +228,24 @@ def test_state_keys_are_checked_before_start(episodes, model_dirs, state_model_d
         load_config(
             "ppo_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.num_action_chunks=2"]
         )
+
+
+def test_state_residual_frames_keep_what_the_renderer_misses_in_the_start_frame(
+    episodes, model_dirs, state_model_dirs
+):
+    _, renders = state_model_dirs
+    cfg = _cfg(episodes, model_dirs, state_model_config=renders, frames_from="state", max_episode_steps=12)
+    plain, residual = (
+        make_env(cfg, 2, seed=0),
+        make_env(cfg.model_copy(update={"frames_from": "state_residual"}), 2, seed=0),
+    )
+    start, _ = residual.reset()
+    plain.reset()
+    rendered_start = residual._render(start["state"][:, None])[:, 0].float()
+    assert torch.allclose(
+        rendered_start + torch.from_numpy(residual._start_offset), start["images"].float(), atol=1e-3
+    )
+    obs_plain, *_ = plain.chunk_step(_actions(2))
+    obs_res, *_ = residual.chunk_step(_actions(2))
+    expected = (obs_plain["images"].float() + torch.from_numpy(residual._start_offset)).round().clamp(0, 255)
+    assert (obs_res["images"].float() - expected).abs().max() <= 1
