@@ -7,8 +7,15 @@ frame along it (``keyframe``: keyframe-initialised rollouts); the ``T_h`` frames
 history. ``chunk_step`` imagines the chunk's frames for all envs in one batched call (one transformer
 forward per denoising step), scores them, and turns the scores into rewards: ``chunk_reward`` puts the
 last frame's score on the chunk's last action; otherwise ``reward_mode`` gives per-frame rewards placed
-on the action that ends each frame. An episode terminates when the score reaches ``success_threshold``
-(unless ``ignore_terminations``) and is truncated after ``max_episode_steps`` actions.
+on the action that ends each frame (``success``: 1 on the first frame over the threshold, the outcome
+alone). An episode terminates when the score reaches ``success_threshold`` (unless
+``ignore_terminations``) and is truncated after ``max_episode_steps`` actions.
+
+With a state model (``state_model_config``) the state the policy sees is its members' mean after each
+chunk; ``outcome_source: state`` scores progress by its success classifier instead of the reward model,
+``frames_from: state`` / ``state_residual`` draws the frames from its renderer instead of the denoiser,
+and the members' disagreement lowers rewards (``uncertainty_penalty``) or ends episodes
+(``uncertainty_halt``).
 """
 
 from __future__ import annotations
@@ -263,14 +270,19 @@ class WorldModelEnv(BatchedEnv):
         else:
             scores = self.scorer.score(images, self.prompts).cpu()  # [N, T_f]
         progress = torch.cat([torch.from_numpy(self._progress)[:, None], scores], dim=1)
-        mode = "chunk_reward" if self.cfg.chunk_reward else self.cfg.reward_mode
-        frame_rewards = rewards_from_progress(progress, mode, self.cfg.reward_coef)  # [N, T_f]
         # frame j ends on action offsets[j] - 1; termination at the first frame over the threshold
         ends = [o - 1 for o in self.offsets]
         reached = scores >= self.cfg.success_threshold
         first_hit = torch.where(
             reached.any(1), reached.float().argmax(1), torch.full((n,), self.future_frames)
         )
+        mode = "chunk_reward" if self.cfg.chunk_reward else self.cfg.reward_mode
+        if mode == "success":  # the outcome alone: reward_coef on the first frame that reaches the threshold
+            frame_rewards = (
+                torch.arange(self.future_frames) == first_hit[:, None]
+            ).float() * self.cfg.reward_coef
+        else:
+            frame_rewards = rewards_from_progress(progress, mode, self.cfg.reward_coef)  # [N, T_f]
         rewards = torch.zeros(n, c)
         for j, a in enumerate(ends):
             alive = j <= first_hit if not self.cfg.ignore_terminations else torch.ones(n, dtype=torch.bool)

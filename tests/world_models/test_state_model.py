@@ -249,3 +249,17 @@ def test_state_residual_frames_keep_what_the_renderer_misses_in_the_start_frame(
     obs_res, *_ = residual.chunk_step(_actions(2))
     expected = (obs_plain["images"].float() + torch.from_numpy(residual._start_offset)).round().clamp(0, 255)
     assert (obs_res["images"].float() - expected).abs().max() <= 1
+
+
+def test_success_reward_mode_pays_the_outcome_once(episodes, model_dirs, state_model_dirs):
+    plain, _ = state_model_dirs
+    cfg = _cfg(episodes, model_dirs, state_model_config=plain, outcome_source="state", chunk_reward=False,
+               reward_mode="success", success_threshold=1e-6)  # fmt: skip
+    env = make_env(cfg, 2, seed=0)
+    env.reset()
+    _, rewards, terminated, _, _ = env.chunk_step(_actions(2))
+    assert terminated.all() and rewards.tolist() == [[1.0, 0, 0, 0]] * 2  # the first frame already succeeds
+    never = make_env(cfg.model_copy(update={"success_threshold": 1.0}), 2, seed=0)
+    never.reset()
+    _, rewards, terminated, _, _ = never.chunk_step(_actions(2))
+    assert not terminated.any() and (rewards == 0).all()
