@@ -87,7 +87,8 @@ def play(
     n, first = env.num_envs, obs["images"]
     alive, success = np.ones(n, bool), np.zeros(n, bool)
     ret = np.zeros(n, np.float32)
-    start_frame = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy()
+    zeros = np.zeros(n, np.float32)
+    start_frame = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy() if scorer else zeros
     begin = start_frame if start is None else start.numpy()
     best, last = begin.copy(), begin.copy()
     best_state = state_scorer(obs["state"]).numpy() if state_scorer else np.zeros(n, np.float32)
@@ -100,7 +101,7 @@ def play(
         if "scores" in info:
             scores = info["scores"].max(1).values.numpy()
         else:
-            scores = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy()
+            scores = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy() if scorer else zeros
         ret += np.where(alive, rewards.sum(1).numpy(), 0.0)
         best = np.where(alive, np.maximum(best, scores), best)
         last = np.where(alive, scores, last)
@@ -142,7 +143,11 @@ def play_round(
     policy, real_env, wm_env, layouts: np.ndarray, ep_ids: np.ndarray, seed: int, steps: int, threshold: float
 ) -> dict[str, dict[str, Any]]:
     """Every arm's episodes from one batch of starts (``layouts`` in Meta-World, ``ep_ids`` in imagination)."""
-    scorer, c = wm_env.scorer, wm_env.chunk
+    c = wm_env.chunk
+    known = set(wm_env.scorer.cfg.prompts)
+    scorer = (
+        wm_env.scorer if not known or set(wm_env.prompts) <= known else None
+    )  # None: it cannot score these tasks
 
     def sampled(k: int, obs: dict[str, Any]) -> torch.Tensor:
         return policy.predict(obs, mode="train").actions
@@ -164,11 +169,12 @@ def play_round(
         "imagined": imagined,
         "imagined, real actions": imagine(lambda k, obs: taken[:, k * c : (k + 1) * c], taken.shape[1]),
         "zero actions": imagine(lambda k, obs: torch.zeros_like(taken[:, :c])),
-        "start frame": {"return": start, "max_score": start, "success": start >= threshold},
-        "reward model, real frames": {
+    }
+    if scorer is not None:  # the reward model's baselines, where it knows the tasks
+        arms["start frame"] = {"return": start, "max_score": start, "success": start >= threshold}
+        arms["reward model, real frames"] = {
             "return": real["last_score"], "max_score": real["max_score"], "success": real["max_score"] >= threshold,
-        },
-    }  # fmt: skip
+        }  # fmt: skip
     if state_scorer is not None:
         best = real["max_state_score"]
         arms[STATE_ARM] = {"return": best, "max_score": best, "success": best >= threshold}

@@ -219,6 +219,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--policy-dir", default=None, help="a pi0 policy directory to act instead of the experts")
     p.add_argument("--noise-level", type=float, default=0.0, help="its flow-SDE noise (0: deterministic)")
+    p.add_argument("--layout-seed", type=int, default=0, help="which 50 layouts per task (env.*.layout_seed)")
     args = p.parse_args(argv)
     if bool(args.tasks) == bool(args.suite):
         p.error("give exactly one of --tasks and --suite")
@@ -248,6 +249,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "an integer >= 1",
         ),
         ("--num-envs", [args.num_envs] if args.num_envs < 1 else [], "an integer >= 1"),
+        ("--layout-seed", [args.layout_seed] if args.layout_seed < 0 else [], "an integer >= 0"),
         ("--noise-level", [args.noise_level] if args.noise_level < 0 else [], "a flow-SDE noise level >= 0"),
         (
             "--policy-dir",
@@ -276,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = collect(
         args.tasks, args.episodes_per_task, args.cameras, args.image_size, args.action_noise, args.fail_fraction,
         args.max_episode_steps, args.seed, args.num_envs, writer=writer, policy_dir=args.policy_dir,
-        noise_level=args.noise_level,
+        noise_level=args.noise_level, layout_seed=args.layout_seed,
     )  # fmt: skip
     writer.close(summary)
     acted = "policy success" if args.policy_dir else "expert success"

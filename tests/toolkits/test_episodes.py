@@ -97,6 +97,19 @@ def test_collect_cli_records_expert_and_failed_episodes(tmp_path):
     assert ds.summary["reach-v3"]["expert_success_rate"] == 1.0
 
 
+def test_collect_layout_seed_draws_other_layouts(tmp_path):
+    from toolkits.collect_episodes import collect
+
+    goals = {}
+    for layout_seed in (0, 1):
+        writer = EpisodeWriter(str(tmp_path / str(layout_seed)))
+        collect(["reach-v3"], 1, ["corner"], 16, 0.0, 0.0, 2, 0, num_envs=1, writer=writer,
+                log=lambda *_: None, layout_seed=layout_seed)  # fmt: skip
+        writer.close({})
+        goals[layout_seed] = EpisodeDataset(str(tmp_path / str(layout_seed)))[0].state[0, 36:]
+    assert not np.allclose(goals[0], goals[1])  # the same seed, another benchmark of 50 layouts
+
+
 def test_collect_cli_bad_argument_is_one_line(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "toolkits.collect_episodes", "--tasks", "reach-v3", "--fail-fraction", "1.5", "--out", str(tmp_path)],
