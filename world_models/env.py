@@ -118,8 +118,9 @@ class WorldModelEnv(BatchedEnv):
         members = self.state_model.cfg.ensemble_size if self.state_model is not None else 0
         self._members = np.zeros((members, num_envs, self.state_dim), np.float32)  # each member's state
         self._progress = np.zeros(num_envs, np.float32)
-        # state_residual: real start frame minus the rendered start state's frame, per env [N, V, H, W, 3]
-        self._start_offset = np.zeros((num_envs, views, height, width, 3), np.float32)
+        # state_residual: the start frame's VAE latents minus the rendered start state's, per env [N, V, C, h, w]
+        latent = tuple(self.dynamics.noise_shape()[1:]) if cfg.frames_from == "state_residual" else (0,)
+        self._start_offset = np.zeros((num_envs, *latent), np.float32)
         self._steps = np.zeros(num_envs, np.int64)
         self._return = np.zeros(num_envs, np.float32)
         self._success = np.zeros(num_envs, bool)
@@ -160,14 +161,27 @@ class WorldModelEnv(BatchedEnv):
         """The state model's success probability of member states [K, N, ..., S] -> [N, ...]."""
         return self.state_model.success_prob(states.to(self.device), self._tasks_one_hot).cpu()
 
-    def _render(self, states: torch.Tensor, ids: np.ndarray | None = None) -> torch.Tensor:
-        """Frames uint8 [N, T, V, S, S, 3] of states [N, T, S] (of envs ``ids``, default all): the state
-        model's renderer, the VAE's decoder."""
+    @torch.no_grad()
+    def _render_latents(self, states: torch.Tensor, ids: np.ndarray | None = None) -> torch.Tensor:
+        """The renderer's VAE latents [N, T, V, C, h, w] of states [N, T, S] (of envs ``ids``, default all);
+        with ``state_residual`` shifted by each env's start offset."""
         n, t, _ = states.shape
-        one_hot = self._tasks_one_hot if ids is None else self._tasks_one_hot[torch.as_tensor(ids)]
-        tasks = one_hot.repeat_interleave(t, 0)
+        index = torch.arange(self.num_envs) if ids is None else torch.as_tensor(ids)
+        tasks = self._tasks_one_hot[index].repeat_interleave(t, 0)
         latents = self.state_model.render_latents(states.reshape(n * t, -1).to(self.device), tasks)
-        return self.dynamics.decode(latents[:, None]).reshape(n, t, *self.spec.image_shape, 3).cpu()
+        latents = latents.reshape(n, t, *latents.shape[1:])
+        if self.cfg.frames_from == "state_residual":
+            latents = latents + torch.from_numpy(self._start_offset[index.numpy()])[:, None].to(self.device)
+        return latents
+
+    def _render(self, states: torch.Tensor, ids: np.ndarray | None = None) -> torch.Tensor:
+        """Frames uint8 [N, T, V, S, S, 3] of states [N, T, S]: the renderer's latents, the VAE's decoder."""
+        n, t, _ = states.shape
+        return (
+            self.dynamics.decode(self._render_latents(states, ids).flatten(0, 1)[:, None])
+            .reshape(n, t, *self.spec.image_shape, 3)
+            .cpu()
+        )
 
     def score_states(self, states: torch.Tensor) -> torch.Tensor:
         """The state model's success probability of given states [N, S] (e.g. a simulator's) -> [N]."""
@@ -190,8 +204,10 @@ class WorldModelEnv(BatchedEnv):
             self._frame[i] = start
             self._replaying[i] = True
         if self.cfg.frames_from == "state_residual":
-            rendered = self._render(torch.from_numpy(self._state[ids])[:, None], ids)[:, 0]
-            self._start_offset[ids] = self._history[ids, -1].astype(np.float32) - rendered.numpy()
+            self._start_offset[ids] = 0.0
+            rendered = self._render_latents(torch.from_numpy(self._state[ids])[:, None], ids)[:, 0].cpu()
+            start = self.dynamics.encode(torch.from_numpy(self._history[ids, -1:]))[:, 0].cpu()
+            self._start_offset[ids] = (start - rendered).numpy()
         self._steps[ids] = 0
         self._return[ids] = 0.0
         self._success[ids] = False
@@ -248,13 +264,6 @@ class WorldModelEnv(BatchedEnv):
         ):  # the frames the imagined states show, through the VAE's decoder
             next_state = path[:, :, -1].mean(0)
             images = self._render(path[:, :, [o - 1 for o in self.offsets]].mean(0))
-            if self.cfg.frames_from == "state_residual":  # + what the renderer misses in the real start frame
-                images = (
-                    (images.float() + torch.from_numpy(self._start_offset)[:, None])
-                    .round()
-                    .clamp(0, 255)
-                    .to(torch.uint8)
-                )
         else:
             out = self.dynamics.imagine(
                 torch.from_numpy(self._history), torch.from_numpy(self._state), actions, self.prompts,

@@ -170,7 +170,7 @@ class EnvConfig(Strict):
     outcome_source: Literal["frames", "state"] = "frames"
     # where the imagined frames come from: the dynamics model's denoiser (from the frames before); the state
     # model's renderer (the frame each imagined state shows, decoded by the dynamics model's VAE); or
-    # state_residual: the real start frame plus the rendered change since the start state
+    # state_residual: the real start frame's VAE latents plus the rendered change since the start state
     frames_from: Literal["dynamics", "state", "state_residual"] = "dynamics"
     # hallucination filtering (need state_model_config): each chunk's reward minus this x the ensemble's
     # disagreement (MOPO), and imagined episodes truncated once the disagreement exceeds uncertainty_halt
