@@ -189,6 +189,7 @@ class WorldModelEnv(BatchedEnv):
         return self._scores_of_states(states.float()[None].expand(k, -1, -1))
 
     # ------------------------------------------------------------------ contract
+    @torch.no_grad()
     def reset(
         self, env_ids: torch.Tensor | None = None, reset_state_ids: torch.Tensor | None = None
     ) -> tuple[Observation, dict]:
