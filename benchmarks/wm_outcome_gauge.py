@@ -144,10 +144,9 @@ def play_round(
 ) -> dict[str, dict[str, Any]]:
     """Every arm's episodes from one batch of starts (``layouts`` in Meta-World, ``ep_ids`` in imagination)."""
     c = wm_env.chunk
-    known = set(wm_env.scorer.cfg.prompts)
-    scorer = (
-        wm_env.scorer if not known or set(wm_env.prompts) <= known else None
-    )  # None: it cannot score these tasks
+    scorer = wm_env.scorer  # None (no reward model) or one that does not know the tasks: no reward-model arms
+    if scorer is not None and scorer.cfg.prompts and not set(wm_env.prompts) <= set(scorer.cfg.prompts):
+        scorer = None
 
     def sampled(k: int, obs: dict[str, Any]) -> torch.Tensor:
         return policy.predict(obs, mode="train").actions

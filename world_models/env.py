@@ -60,13 +60,13 @@ class WorldModelEnv(BatchedEnv):
         if cfg.dynamics_model_dtype is not None:
             self.dynamics.to(getattr(torch, cfg.dynamics_model_dtype))
         self.dynamics.eval().to(self.device)
-        if scorer is None:
+        if scorer is None and cfg.reward_model_config is not None:  # (outcome_source=state needs none)
             scorer = FrameScorer.from_pretrained(cfg.reward_model_config)
             if cfg.reward_model_ckpt:
                 from safetensors.torch import load_file
 
                 scorer.load_state_dict(load_file(cfg.reward_model_ckpt), strict=True)
-        self.scorer = scorer.eval().to(self.device)
+        self.scorer = scorer.eval().to(self.device) if scorer is not None else None
         dcfg = self.dynamics.cfg
         self.history_frames, self.future_frames = dcfg.history_frames, dcfg.future_frames
         self.offsets = frame_offsets(dcfg.action_chunk, dcfg.future_frames)  # actions before each frame
@@ -403,11 +403,13 @@ class WorldModelEnv(BatchedEnv):
     def offload(self) -> None:
         """Move the models off the accelerator between rollouts (``env.enable_offload``)."""
         self.dynamics.to("cpu")
-        self.scorer.to("cpu")
+        if self.scorer is not None:
+            self.scorer.to("cpu")
 
     def onload(self) -> None:
         self.dynamics.to(self.device)
-        self.scorer.to(self.device)
+        if self.scorer is not None:
+            self.scorer.to(self.device)
 
     def close(self) -> None:
         if self.video is not None:

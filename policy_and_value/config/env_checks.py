@@ -72,6 +72,8 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
         ("dynamics_model_image_root", env.dynamics_model_image_root, "index.json"),
         ("reward_model_config", env.reward_model_config, "config.json"),
     ):
+        if path is None and key == "reward_model_config" and env.outcome_source == "state":
+            continue  # the state model's success classifier scores progress
         if path is None:
             raise config_error(
                 f"{prefix}.{key}", None, f"env_type world_model needs a directory with {needed}"

@@ -261,3 +261,22 @@ def test_success_reward_mode_pays_the_outcome_once(episodes, model_dirs, state_m
     never.reset()
     _, rewards, terminated, _, _ = never.chunk_step(_actions(2))
     assert not terminated.any() and (rewards == 0).all()
+
+
+def test_a_state_scored_env_needs_no_reward_model(episodes, model_dirs, state_model_dirs):
+    plain, _ = state_model_dirs
+    cfg = _cfg(
+        episodes, model_dirs, state_model_config=plain, outcome_source="state", reward_model_config=None
+    )
+    env = make_env(cfg, 2, seed=0)
+    env.reset()
+    _, rewards, *_ = env.chunk_step(_actions(2))
+    assert env.scorer is None and rewards.shape == (2, 4)
+    dyn, _ = model_dirs
+    keys = [f"env.train.{k}" for k in ("env_type=world_model", f"dynamics_model_config={dyn}",
+            f"dynamics_model_image_root={episodes}")]  # fmt: skip
+    with pytest.raises(ConfigError, match=r"env.train.reward_model_config=None: env_type world_model needs"):
+        load_config("ppo_metaworld", keys)
+    load_config(
+        "ppo_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.outcome_source=state"]
+    )
