@@ -260,11 +260,14 @@ class WorldModelEnv(BatchedEnv):
                 torch.from_numpy(self._members).to(self.device), actions.to(self.device), self._tasks_one_hot
             ).cpu()  # [K, N, C, S]: every member's states after each action
             uncertainty = self.state_model.disagreement(path[:, :, -1].to(self.device)).cpu()
-        if (
-            self.cfg.frames_from != "dynamics"
-        ):  # the frames the imagined states show, through the VAE's decoder
+        if self.cfg.frames_from != "dynamics":  # the frames the imagined states show, via the VAE's decoder
             next_state = path[:, :, -1].mean(0)
-            images = self._render(path[:, :, [o - 1 for o in self.offsets]].mean(0))
+            if self.video is None and self.cfg.outcome_source == "state":
+                # only the chunk's last frame is seen (by the policy): render it alone, in every slot
+                last = self._render(next_state[:, None])
+                images = last.expand(n, self.future_frames, *last.shape[2:]).contiguous()
+            else:
+                images = self._render(path[:, :, [o - 1 for o in self.offsets]].mean(0))
         else:
             out = self.dynamics.imagine(
                 torch.from_numpy(self._history), torch.from_numpy(self._state), actions, self.prompts,

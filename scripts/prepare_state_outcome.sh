@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Rebuild the state world model of configs/rl_metaworld_outcome_wm.yaml (shipped in
+# assets/world_models/state_outcome): the starting policy's own rollouts -> state model + renderer ->
+# start frames on the training layouts -> the gauge on layouts never trained on.
+#
+#   bash scripts/prepare_state_outcome.sh [OUT]        (default OUT: logs/state_outcome)
+#
+# Sizes by environment variables (defaults = the shipped recipe): EPISODES=60 STATE_STEPS=1500
+# RENDER_STEPS=6000 STARTS=16. OUT/rollouts is what coevolution.state_model_data takes.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"
+
+OUT="${1:-logs/state_outcome}"
+EPISODES="${EPISODES:-60}"
+STATE_STEPS="${STATE_STEPS:-1500}"
+RENDER_STEPS="${RENDER_STEPS:-6000}"
+STARTS="${STARTS:-16}"
+TASKS=(reach-v3 button-press-topdown-v3 door-open-v3)
+CAMERAS=(corner gripperPOV)
+fresh_out "$OUT"
+
+# the policy rl_metaworld_outcome_wm starts from, sampled with its exploration noise, on training layouts
+stage "policy rollouts" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$EPISODES" \
+  --cameras "${CAMERAS[@]}" --seed 5 --num-envs 12 --policy-dir assets/metaworld_outcome/policy --noise-level 0.5 \
+  --out "$OUT/rollouts"
+stage "state model" "$PY" -m world_models.train_state_model data.path="$OUT/rollouts" output_dir="$OUT/train" \
+  train.steps="$STATE_STEPS" render.dynamics_model_dir=assets/world_models/tiny_3tasks render.steps="$RENDER_STEPS"
+stage "start frames" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$STARTS" \
+  --max-episode-steps 4 --cameras "${CAMERAS[@]}" --seed 11 --num-envs 12 --layout-seed 0 --out "$OUT/starts"
+stage "gauge starts" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task 9 \
+  --max-episode-steps 4 --cameras "${CAMERAS[@]}" --seed 21 --num-envs 9 --layout-seed 1 --out "$OUT/gauge_starts"
+stage "gauge" "$PY" benchmarks/wm_outcome_gauge.py --config rl_metaworld_outcome_wm --starts "$OUT/gauge_starts" \
+  env.train.state_model_config="$OUT/train/model" env.train.dynamics_model_image_root="$OUT/starts"
+
+print_stages prepare_state_outcome
+echo "train with it:"
+echo "  bash scripts/run_embodiment.sh rl_metaworld_outcome_wm env.train.state_model_config=$OUT/train/model \\"
+echo "    env.train.dynamics_model_image_root=$OUT/starts"
