@@ -18,15 +18,21 @@ same policy noise draws on both sides. Arms:
 - ``zero actions``: imagination with every action zero (what the start alone predicts through the model);
 - ``start frame``: the reward model's score of the start frame repeated ("repeat the last frame");
 - ``reward model, real frames``: the reward model on the real episode's frames (a ceiling: imagination
-  cannot rank outcomes better than its reward model does on the real frames).
+  cannot rank outcomes better than its reward model does on the real frames);
+- ``success classifier, real states`` (with ``env.train.state_model_config``): the state model's success
+  classifier on the real episode's states, the same kind of ceiling for ``outcome_source: state``.
 
-Per arm, over every (start, sample): ``AUC`` of the episode score (the highest reward-model score of the
-episode; ``AUC return``: the env's return) for real success; within one start, the Spearman correlation of
+The reward model's two arms are left out when the world-model env has none (``outcome_source: state``)
+or it does not know the tasks. Per arm, over every (start, sample): ``AUC`` of the episode score (the
+highest score of the episode: the env's own, reward model or success classifier; ``AUC return``: the
+env's return) for real success; within one start, the Spearman correlation of
 the arm's return with real success, averaged over starts whose samples' real outcomes differ
 (``spearman succ``), and with Meta-World's dense return over all starts (``spearman MW``); an arm whose
 return does not vary within a start ranks nothing there and counts 0; ``spread``: the std of the arm's return
 among the samples of a start, averaged over starts (Meta-World's own: the ``real`` line). ``success``: the arm's success rate
-(imagined: the score reached ``success_threshold``). Then ``AUC`` per task of each arm. The torch work runs
+(imagined: the score reached ``success_threshold``). Then ``AUC`` per task of each arm and, with a state
+model, the imagined AUC of the episodes whose members' final disagreement is at most its median against
+the rest (does the hallucination filter keep the episodes imagination gets right?). The torch work runs
 on ``--threads`` CPU threads.
 """
 
