@@ -289,7 +289,11 @@ def report(results: dict[str, dict[str, list]], task_of: np.ndarray, samples: in
         )
         rho_mw = np.mean([spearman_or_zero(ret[g], mw[g]) for g in groups])
         spread = np.mean([ret[g].std() for g in groups])
-        print(f"| {arm} | {auc(score, succ):.3f} | {auc(ret, succ):.3f} | {rho_s:.3f} | {rho_mw:.3f} | "
+        scored = (
+            arm != "real" or "reward model, real frames" in results
+        )  # the real episodes' frames were scored
+        auc_score = f"{auc(score, succ):.3f}" if scored else "-"
+        print(f"| {arm} | {auc_score} | {auc(ret, succ):.3f} | {rho_s:.3f} | {rho_mw:.3f} | "
               f"{spread:.4f} | {np.mean(results[arm]['success']):.2f} |")  # fmt: skip
     print("\nAUC (episode score for real success) per task\n")
     print("| task | real success | " + " | ".join(arms) + " |\n|---|---|" + "---|" * len(arms))
