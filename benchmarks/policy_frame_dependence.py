@@ -1,0 +1,91 @@
+"""How much does the policy act on what its frames show? Success in Meta-World with the frames it sees
+replaced: why imagination's frames, not only its states, decide a closed-loop rollout.
+
+    MUJOCO_GL=egl .venv/bin/python benchmarks/policy_frame_dependence.py --config rl_release \\
+        --starts data/gauge_starts [--starts-per-task 9] [--samples 4] [--modes real frozen black]
+
+From the wm_outcome_gauge.py starts (their Meta-World layouts) the config's policy plays ``--samples``
+sampled 150-step episodes per start with the real state and: ``real`` frames; ``frozen``: the start frame
+throughout; ``black``: zero images. The same policy noise draws in every mode. Prints success per task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import numpy as np
+import torch
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+MODES = ("real", "frozen", "black")
+
+
+def seen_images(mode: str, images: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+    """The frames the policy is shown in ``mode``."""
+    if mode == "frozen":
+        return first
+    if mode == "black":
+        return torch.zeros_like(images)
+    return images
+
+
+def main() -> None:
+    from wm_outcome_gauge import assign_starts, load_starts
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default="rl_release")
+    p.add_argument("--starts", required=True)
+    p.add_argument("--starts-per-task", type=int, default=9)
+    p.add_argument("--samples", type=int, default=4)
+    p.add_argument("--episode-steps", type=int, default=150)
+    p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    args, overrides = p.parse_known_args()
+
+    from policy_and_value.config import load_config
+    from policy_and_value.envs.metaworld_env import MetaWorldEnv
+    from policy_and_value.models.registry import make_policy
+
+    cfg = load_config(args.config, overrides)
+    tasks = list(cfg.env.eval.tasks)
+    starts = load_starts(args.starts, tasks, args.starts_per_task)
+    per_round = 3
+    n = len(tasks) * per_round * args.samples
+    env_cfg = cfg.env.eval.model_copy(update={"num_envs": n, "auto_reset": False, "max_episode_steps": args.episode_steps,
+                                              "group_size": args.samples, "use_fixed_reset_state_ids": False})  # fmt: skip
+    env = MetaWorldEnv(env_cfg, n, seed=0)
+    policy = make_policy(
+        cfg.model, env.spec, cfg.algorithm.logprob_type, False, model_dir=cfg.rollout.model_dir
+    )
+    policy.eval()
+    chunks = -(-args.episode_steps // env.chunk)
+    print(f"| frames | success | {' | '.join(tasks)} |\n|---|---|" + "---|" * len(tasks))
+    for mode in args.modes:
+        success, task_of = [], []
+        for r in range(-(-args.starts_per_task // per_round)):
+            layouts, _, keep = assign_starts(env.task_ids, starts, args.samples, r * per_round)
+            obs, _ = env.reset(reset_state_ids=torch.as_tensor(layouts))
+            first = obs["images"].clone()
+            torch.manual_seed(r)  # the same noise draws in every mode
+            alive, done = np.ones(n, bool), np.zeros(n, bool)
+            for _ in range(chunks):
+                with torch.no_grad():
+                    chunk = policy.predict(
+                        {**obs, "images": seen_images(mode, obs["images"], first)}, mode="train"
+                    ).actions
+                obs, _, terminated, truncated, _ = env.chunk_step(chunk.clamp(-1, 1))
+                done |= alive & terminated.numpy()
+                alive &= ~(terminated | truncated).numpy()
+                if not alive.any():
+                    break
+            success.append(done[keep])
+            task_of.append(np.asarray(env.task_ids)[keep])
+        s, t = np.concatenate(success), np.concatenate(task_of)
+        cells = " | ".join(f"{s[t == i].mean():.2f}" for i in range(len(tasks)))
+        print(f"| {mode} | {s.mean():.3f} | {cells} |", flush=True)
+    env.close()
+
+
+if __name__ == "__main__":
+    main()
