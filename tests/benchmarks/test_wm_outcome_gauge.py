@@ -73,3 +73,26 @@ def test_same_starts_and_first_chunk_in_both_worlds(gauge, monkeypatch, capsys):
     assert "6 starts x 2 samples, 8-step episodes" in out
     for arm in gauge.ARMS:
         assert f"| {arm} |" in out
+
+
+def test_with_a_state_model_the_classifier_arm_and_the_filter_split_are_reported(
+    gauge, monkeypatch, capsys, tmp_path
+):
+    """A state model trained (briefly) on the reset episodes: imagined states, success and rendered frames
+    come from it; the success classifier on the real states is an arm and the disagreement split prints."""
+    from world_models.config import StateModelJob
+    from world_models.train_state_model import train_state_model
+
+    job = StateModelJob.model_validate({
+        "data": {"path": str(RESET_EPISODES), "holdout_fraction": 0.0}, "output_dir": str(tmp_path / "sm"),
+        "model": {"hidden": 16, "layers": 1, "ensemble_size": 2}, "train": {"steps": 2, "batch_size": 4, "horizon": 1},
+        "render": {"dynamics_model_dir": str(ROOT / "assets" / "world_models" / "tiny_3tasks"), "steps": 1, "hidden": 16},
+    })  # fmt: skip
+    model = train_state_model(job, log=lambda *_: None)
+    argv = ["wm_outcome_gauge.py", "--config", "rl_release", "--starts", str(RESET_EPISODES), "--starts-per-task",
+            "1", "--samples", "2", "--episode-steps", "8", f"env.train.state_model_config={model}",
+            "env.train.outcome_source=state", "env.train.frames_from=state", "env.train.success_threshold=0.5"]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", argv)
+    gauge.main()
+    out = capsys.readouterr().out
+    assert f"| {gauge.STATE_ARM} |" in out and "where the members agree" in out
