@@ -125,13 +125,20 @@ def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, fl
     return {t: r["success_rate"] for t, r in res.items()}
 
 
-def train(cfg) -> tuple[list[tuple[int, str]], float, int]:
-    """Run the job; returns ((step, rollout weights) of every checkpoint saved, the last one last; wall
-    seconds; real-env steps during training)."""
+def train(cfg) -> tuple[list[tuple[int, str]], float, dict[int, int]]:
+    """Run the job (its co-evolution rounds when ``coevolution.rounds`` > 0); returns ((step, rollout
+    weights) of every checkpoint saved, the last one last; wall seconds; the real-env steps used up to
+    each of those checkpoints)."""
     from policy_and_value.config.env_checks import env_groups
     from policy_and_value.runner import run_job
 
     start = time.time()
+    if cfg.coevolution.rounds > 0:  # co-evolution: every round's checkpoint, the real steps its refits used
+        from policy_and_value.runner.coevolution import run_coevolution
+
+        records = run_coevolution(cfg)
+        saved = [(r["step"], os.path.join(r["checkpoint"], "rollout", "model.safetensors")) for r in records]
+        return saved, time.time() - start, {r["step"]: int(r["real_env_steps_total"]) for r in records}
     runner = run_job(cfg)
     wall = time.time() - start
     algo, env = cfg.algorithm, cfg.env.train
@@ -140,15 +147,14 @@ def train(cfg) -> tuple[list[tuple[int, str]], float, int]:
     if real_envs == env.num_envs:  # all real: the steps the finished episodes took (they end at success)
         with open(os.path.join(runner.log_dir, "metrics.jsonl")) as f:
             per_step = {r["step"]: r.get("env/episode_steps", 0) for r in map(json.loads, f)}  # last run wins
-        real_steps = int(sum(per_step.values()))
+        used = lambda step: int(sum(n for s, n in per_step.items() if s <= step))  # noqa: E731
     else:  # imagined or mixed: the real groups' envs step every chunk
-        real_steps = (
-            real_envs * algo.n_chunk_steps * env.num_action_chunks * algo.rollout_epoch * cfg.runner.max_steps
-        )
+        per = real_envs * algo.n_chunk_steps * env.num_action_chunks * algo.rollout_epoch
+        used = lambda step: per * step  # noqa: E731
     saved = [
         (int(d.rsplit("_", 1)[-1]), os.path.join(d, "rollout", "model.safetensors")) for d in runner.saved
     ]
-    return saved, wall, real_steps
+    return saved, wall, {step: used(step) for step, _ in saved}
 
 
 def main() -> None:
@@ -189,7 +195,7 @@ def main() -> None:
         cfg = run_config(args.config, job, args.out, name)
 
         def run() -> dict[str, Any]:
-            saved, wall, steps = train(cfg)
+            saved, wall, steps_at = train(cfg)
             curve = {
                 str(step): evaluate(eval_cfg, weights, args.eval_episodes, seed) for step, weights in saved
             }
@@ -197,7 +203,8 @@ def main() -> None:
                 "success": curve[str(saved[-1][0])],
                 "curve": curve,
                 "wall_s": wall,
-                "real_env_steps": steps,
+                "real_env_steps": steps_at[saved[-1][0]],
+                "real_env_steps_at": {str(step): n for step, n in steps_at.items()},
             }
 
         key = run_key(cfg, args.eval_episodes, seed)

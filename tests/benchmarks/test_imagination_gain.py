@@ -30,7 +30,7 @@ def bench(monkeypatch):
         return (
             [(s, f"weights-of-{name}" + ("" if s == cfg.runner.max_steps else f"@{s}")) for s in steps],
             1.0,
-            0,
+            {s: 0 for s in steps},
         )
 
     def evaluate(cfg, weights, episodes, seed):
