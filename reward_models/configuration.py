@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from toolkits.model_dir import read_config_json, write_config_json
 
 KINDS = ("progress", "success")
 
@@ -42,16 +41,9 @@ class RewardModelConfig:
 
     def save(self, path: str | Path) -> None:
         """Write ``config.json``."""
-        Path(path).write_text(
-            json.dumps({"model_type": "worldrl_reward_model", **dataclasses.asdict(self)}, indent=2)
-        )
+        write_config_json(path, self, "worldrl_reward_model")
 
     @classmethod
     def load(cls, path: str | Path) -> RewardModelConfig:
         """Read a ``config.json`` written by ``save``; unknown keys are an error."""
-        data: dict[str, Any] = json.loads(Path(path).read_text())
-        data.pop("model_type", None)
-        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise ValueError(f"{path}: unknown reward-model config keys {unknown}")
-        return cls(**data)
+        return read_config_json(cls, path, "reward-model")

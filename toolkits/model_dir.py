@@ -3,6 +3,8 @@ reward models and the dynamics model: atomic-enough writes, strict loads that li
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -14,6 +16,22 @@ from torch import nn
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
+
+
+def write_config_json(path: str | Path, cfg: Any, model_type: str) -> None:
+    """Write dataclass ``cfg`` as ``config.json`` with its ``model_type`` tag."""
+    Path(path).write_text(json.dumps({"model_type": model_type, **dataclasses.asdict(cfg)}, indent=2))
+
+
+def read_config_json(cls: type, path: str | Path, kind: str) -> Any:
+    """Dataclass ``cls`` from a ``config.json`` written by ``write_config_json``; unknown keys are an error
+    naming them (a ``kind`` config from another version or another model)."""
+    data = json.loads(Path(path).read_text())
+    data.pop("model_type", None)
+    unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
+    if unknown:
+        raise ValueError(f"{path}: unknown {kind} config keys {unknown}")
+    return cls(**data)
 
 
 def write_model_dir(directory: str | Path, cfg: Any, model: nn.Module) -> Path:

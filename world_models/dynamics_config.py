@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from toolkits.model_dir import read_config_json, write_config_json
 
 
 @dataclass
@@ -81,19 +82,12 @@ class DynamicsModelConfig:
 
     def save(self, path: str | Path) -> None:
         """Write ``config.json``."""
-        Path(path).write_text(
-            json.dumps({"model_type": "worldrl_dynamics_model", **self.to_dict()}, indent=2)
-        )
+        write_config_json(path, self, "worldrl_dynamics_model")
 
     @classmethod
     def load(cls, path: str | Path) -> DynamicsModelConfig:
         """Read ``config.json``; unknown keys are an error."""
-        data = json.loads(Path(path).read_text())
-        data.pop("model_type", None)
-        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise ValueError(f"{path}: unknown dynamics-model config keys {unknown}")
-        return cls(**data)
+        return read_config_json(cls, path, "dynamics-model")
 
 
 def frame_offsets(chunk: int, future: int) -> list[int]:

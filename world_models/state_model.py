@@ -11,8 +11,6 @@ All members run as one batched matmul per layer (``EnsembleLinear``), no Python 
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +19,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from toolkits.model_dir import config_path, load_weights_strict, write_model_dir
+from toolkits.model_dir import (
+    config_path,
+    load_weights_strict,
+    read_config_json,
+    write_config_json,
+    write_model_dir,
+)
 
 
 @dataclass
@@ -55,19 +59,12 @@ class StateModelConfig:
 
     def save(self, path: str | Path) -> None:
         """Write ``config.json``."""
-        Path(path).write_text(
-            json.dumps({"model_type": "worldrl_state_model", **dataclasses.asdict(self)}, indent=2)
-        )
+        write_config_json(path, self, "worldrl_state_model")
 
     @classmethod
     def load(cls, path: str | Path) -> StateModelConfig:
         """Read ``config.json``; unknown keys are an error."""
-        data = json.loads(Path(path).read_text())
-        data.pop("model_type", None)
-        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise ValueError(f"{path}: unknown state-model config keys {unknown}")
-        return cls(**data)
+        return read_config_json(cls, path, "state-model")
 
 
 class EnsembleLinear(nn.Module):
