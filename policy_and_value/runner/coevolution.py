@@ -130,7 +130,10 @@ def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
         numbers = {f"coevolution/{k}": float(v) for k, v in record.items() if isinstance(v, int | float)}
         metrics.log(numbers, runner.global_step)
         metrics.close()
+        evaluated = (
+            f", eval success {record['eval/success_once']:.3f}" if "eval/success_once" in record else ""
+        )
         log(f"co-evolution round {r + 1}/{co.rounds}: step {runner.global_step}, {real['real_env_steps']} real env "
-            f"steps ({total} in all), real rollouts' success {real['real_success']:.2f}, eval success "
-            f"{record.get('eval/success_once', float('nan')):.3f}; state model refitted -> {state_model}")  # fmt: skip
+            f"steps ({total} in all), real rollouts' success {real['real_success']:.2f}{evaluated}; state model "
+            f"refitted -> {state_model}")  # fmt: skip
     return records
