@@ -35,6 +35,7 @@ class LoggerConfig(Strict):
     logger_backends: list[Literal["tensorboard", "wandb", "swanlab"]] = Field(
         default_factory=lambda: ["tensorboard"]
     )
+    mode: Literal["online", "offline"] = "online"  # wandb/swanlab: offline keeps the run in the log dir
 
 
 class RunnerConfig(Strict):

@@ -1,4 +1,7 @@
-"""Metric sinks: TensorBoard by default; wandb and swanlab only when listed (imported only then)."""
+"""Metric sinks: TensorBoard by default; wandb and swanlab only when listed (imported only then).
+
+``mode="offline"`` keeps wandb and swanlab runs under the run's log directory (``wandb/offline-run-*``,
+``swanlog/``) for a later ``wandb sync`` / ``swanlab sync``: nothing goes over the network."""
 
 from __future__ import annotations
 
@@ -10,7 +13,13 @@ class MetricLogger:
     """Writes scalar dicts to every backend in ``logger_backends``."""
 
     def __init__(
-        self, log_dir: str, backends: list[str], project: str, experiment: str, config: dict[str, Any]
+        self,
+        log_dir: str,
+        backends: list[str],
+        project: str,
+        experiment: str,
+        config: dict[str, Any],
+        mode: str = "online",
     ):
         self.sinks: list[Any] = []
         self.tb = None
@@ -22,13 +31,17 @@ class MetricLogger:
         if "wandb" in backends:
             import wandb
 
-            self.wandb = wandb.init(project=project, name=experiment, config=config, dir=log_dir)
+            self.wandb = wandb.init(project=project, name=experiment, config=config, dir=log_dir, mode=mode)
         self.swanlab = None
         if "swanlab" in backends:
             import swanlab
 
             self.swanlab = swanlab.init(
-                project=project, experiment_name=experiment, config=config, logdir=log_dir
+                project=project,
+                name=experiment,
+                config=config,
+                log_dir=os.path.join(log_dir, "swanlog"),
+                mode=mode,
             )
 
     def log(self, metrics: dict[str, float], step: int) -> None:

@@ -92,6 +92,7 @@ class EmbodiedRunner:
             cfg.runner.logger.project_name,
             cfg.runner.logger.experiment_name,
             cfg.model_dump(mode="json"),
+            mode=cfg.runner.logger.mode,
         )
         if cfg.runner.resume_dir:
             self.load_checkpoint(cfg.runner.resume_dir)
