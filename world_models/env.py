@@ -78,7 +78,7 @@ class WorldModelEnv(BatchedEnv):
         self.chunk = cfg.num_action_chunks
         self.action_dim = dcfg.action_dim
         self.tasks = list(cfg.tasks)
-        self.task_ids = assign_tasks(num_envs, len(self.tasks), rank, cfg.group_size)
+        self.task_ids = assign_tasks(num_envs, len(self.tasks), rank, cfg.group_size, cfg.task_weights)
         # episodes to reset from, per task, held in memory (frames of the model's views)
         data = EpisodeDataset(cfg.dynamics_model_image_root, tasks=self.tasks)
         self._episodes: dict[int, list[dict[str, Any]]] = {t: [] for t in range(len(self.tasks))}

@@ -48,6 +48,8 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
         )  # fmt: skip
     if env.env_type == "world_model":
         _check_world_model_env(env, prefix)
+    if env.task_weights is not None:
+        _check_task_weights(env, prefix)
     if env.num_envs % ranks["env"]:
         raise config_error(
             f"{prefix}.num_envs", env.num_envs, f"must be divisible by the {ranks['env']} env ranks"
@@ -62,6 +64,28 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
         raise config_error(
             f"{prefix}.group_size", env.group_size,
             f"must divide the {per_rank // stages} envs of each pipeline stage",
+        )  # fmt: skip
+
+
+def _check_task_weights(env: EnvConfig, prefix: str) -> None:
+    """One non-negative weight per task, and every task with a positive weight gets at least one env group."""
+    from policy_and_value.envs.base import assign_tasks
+
+    weights = env.task_weights
+    if len(weights) != len(env.tasks):
+        raise config_error(
+            f"{prefix}.task_weights", weights, f"needs one weight per task: {len(env.tasks)} tasks ({env.tasks})"
+        )  # fmt: skip
+    if min(weights) < 0 or sum(weights) <= 0:
+        raise config_error(f"{prefix}.task_weights", weights, "weights must be >= 0 with a positive sum")
+    groups = max(env.num_envs // env.group_size, 1)
+    got = set(assign_tasks(env.num_envs, len(env.tasks), 0, env.group_size, weights).tolist())
+    starved = [t for i, t in enumerate(env.tasks) if weights[i] > 0 and i not in got]
+    if starved:
+        raise config_error(
+            f"{prefix}.task_weights", weights,
+            f"{env.num_envs} envs in groups of {env.group_size} make {groups} task slots: {starved[0]} gets none; "
+            f"raise {prefix}.num_envs or its weight",
         )  # fmt: skip
 
 

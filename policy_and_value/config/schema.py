@@ -124,6 +124,8 @@ class EnvConfig(Strict):
     env_type: Literal["metaworld", "gym", "world_model"] = "metaworld"
     # metaworld: MT10/MT50 task names (e.g. "reach-v3"); gym: exactly one gymnasium id.
     tasks: list[str] = Field(default_factory=lambda: ["reach-v3"], min_length=1)
+    # share of the env groups (so of the samples) each task gets, one weight per task; None: equal shares
+    task_weights: list[float] | None = None
     num_envs: int = Field(4, ge=1)  # total over all env ranks
     num_action_chunks: int = Field(1, ge=1)  # actions per chunk_step
     max_episode_steps: int = Field(100, ge=1)  # in env steps (actions)

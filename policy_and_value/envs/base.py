@@ -8,6 +8,7 @@ the frames came from MuJoCo or from a learned dynamics model.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,10 +28,33 @@ Observation = dict[str, Any]
 EPISODE_KEYS = ("success_once", "return", "episode_len")
 
 
-def assign_tasks(num_envs: int, num_tasks: int, rank: int = 0, group_size: int = 1) -> np.ndarray:
-    """Task index of each of a worker's envs: tasks go round-robin over the global groups of
-    ``group_size`` consecutive envs, so the envs of one GRPO group (one shared start) share a task."""
-    return (rank * num_envs + np.arange(num_envs)) // group_size % num_tasks
+def assign_tasks(
+    num_envs: int,
+    num_tasks: int,
+    rank: int = 0,
+    group_size: int = 1,
+    weights: Sequence[float] | None = None,
+) -> np.ndarray:
+    """Task index of each of a worker's envs. The global groups of ``group_size`` consecutive envs (the
+    envs of one GRPO group share a start, so a task) take tasks in a fixed weighted round-robin: with
+    ``weights`` each task gets that share of the groups, spread evenly; without, plain round-robin."""
+    groups = (rank * num_envs + np.arange(num_envs)) // group_size
+    if weights is None:
+        return groups % num_tasks
+    return weighted_round_robin(weights, int(groups.max()) + 1)[groups]
+
+
+def weighted_round_robin(weights: Sequence[float], length: int) -> np.ndarray:
+    """The first ``length`` picks of smooth weighted round-robin over ``weights`` (nginx's): every prefix
+    holds each index in proportion to its weight, within one pick; equal weights give 0, 1, 2, 0, 1, ..."""
+    w = np.asarray(weights, dtype=np.float64)
+    credit = np.zeros_like(w)
+    picks = np.empty(length, dtype=np.int64)
+    for i in range(length):
+        credit += w
+        picks[i] = int(np.argmax(credit))  # ties: the lowest index
+        credit[picks[i]] -= w.sum()
+    return picks
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ class MetaWorldEnv(BatchedEnv):
         self.tasks = list(cfg.tasks)
         self.action_dim = 4
         self.rng = np.random.default_rng(seed)
-        self.task_ids = assign_tasks(num_envs, len(self.tasks), rank, cfg.group_size)
+        self.task_ids = assign_tasks(num_envs, len(self.tasks), rank, cfg.group_size, cfg.task_weights)
         self.envs, self.layouts = [], []
         for i in range(num_envs):
             env, layouts = _make_task_env(self.tasks[self.task_ids[i]], benchmark_seed=cfg.layout_seed)

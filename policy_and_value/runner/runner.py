@@ -51,6 +51,7 @@ class EmbodiedRunner:
         self.groups: list[WorkerGroup] = []
         self.last_eval: dict[str, float] = {}
         self.first_eval: dict[str, float] = {}
+        self.recent_train: list[dict[str, float]] = []  # the last steps' training metrics, for the summary
         self.saved: list[str] = []
 
     # ------------------------------------------------------------------ set-up
@@ -312,6 +313,7 @@ class EmbodiedRunner:
                 self.last_eval = self.evaluate()
                 metrics.update(self.last_eval)
             self.metrics.log(metrics, self.global_step)
+            self.recent_train = [*self.recent_train, metrics][-TRAIN_SUMMARY_STEPS:]
             if rcfg.save_interval > 0 and (
                 self.global_step % rcfg.save_interval == 0 or self.global_step == rcfg.max_steps
             ):
@@ -356,9 +358,29 @@ class EmbodiedRunner:
             if os.path.isdir(path):
                 count = sum(name.endswith(".mp4") for _, _, names in os.walk(path) for name in names)
                 lines.append(f"  {label:12s} {path} ({count} mp4)")
+        lines += train_summary(self.recent_train)
         lines += eval_summary(self.first_eval, self.last_eval)
         lines.append("=" * 72)
         return "\n".join(lines)
+
+
+TRAIN_SUMMARY_STEPS = 5
+
+
+def train_summary(recent: list[dict[str, float]]) -> list[str]:
+    """Per-task training success over the last steps (a multi-task run's end-of-run table), averaged over
+    the steps in which the task finished episodes; nothing for a single-task run."""
+    keys = sorted({k for m in recent for k in m if k.startswith("env/") and k.count("/") == 2})
+    keys = [k for k in keys if k.endswith("/success_once")]
+    if len(keys) < 2:
+        return []
+    lines = [f"  training success per task (and env group), mean of the last {len(recent)} steps"]
+    for k in keys:
+        values = [m[k] for m in recent if k in m]
+        lines.append(
+            f"    {k.removeprefix('env/').removesuffix('/success_once'):28s} {sum(values) / len(values):6.3f}"
+        )
+    return lines
 
 
 def eval_summary(first: dict[str, float], last: dict[str, float]) -> list[str]:
@@ -368,15 +390,17 @@ def eval_summary(first: dict[str, float], last: dict[str, float]) -> list[str]:
     keys += [k for k in ("eval/return",) if k in first or k in last]
     if not keys:
         return []
+    names = {k: k.removeprefix("eval/") for k in keys}
+    width = max(28, *(len(n) + 1 for n in names.values()))
     if first and last:
-        lines = ["  eval in the real env        before -> after"]
+        lines = [f"  {'eval in the real env':{width + 2}s}before -> after"]
         return lines + [
-            f"    {k.removeprefix('eval/'):28s} {first.get(k, float('nan')):6.3f} -> {last.get(k, float('nan')):6.3f}"
+            f"    {names[k]:{width}s} {first.get(k, float('nan')):6.3f} -> {last.get(k, float('nan')):6.3f}"
             for k in keys
         ]
     which = "before training (no evaluation ran after it)" if first else "after training"
     return [f"  eval in the real env, {which}"] + [
-        f"    {k.removeprefix('eval/'):28s} {(first or last)[k]:6.3f}" for k in keys if k in (first or last)
+        f"    {names[k]:{width}s} {(first or last)[k]:6.3f}" for k in keys if k in (first or last)
     ]
 
 

@@ -1,6 +1,6 @@
 """Config validation: all shipped configs load; bad configs fail before any work with one clear line.
 
-The 90 bad inputs of ``BAD`` each end the CLI (``python -m policy_and_value.train``, what
+The 93 bad inputs of ``BAD`` each end the CLI (``python -m policy_and_value.train``, what
 scripts/run_embodiment.sh runs) with exit code 2 and one line on stderr, before Ray starts.
 """
 
@@ -152,6 +152,17 @@ BAD = [
     ("ppo_gym_cartpole", ["actor.optim.min_lr_ratio=2"], ["actor.optim.min_lr_ratio=2"]),
     ("ppo_gym_cartpole", ["runner.logger.logger_backends=[tensorbord]"], ["logger_backends", "tensorboard"]),
     ("ppo_gym_cartpole", ["runner.logger.mode=cloud"], ["runner.logger.mode", "offline"]),
+    (
+        "ppo_metaworld",
+        ["env.train.task_weights=[1,2,3]"],
+        ["env.train.task_weights", "one weight per task: 2"],
+    ),
+    ("ppo_metaworld", ["env.train.task_weights=[1,-1]"], ["env.train.task_weights", ">= 0"]),
+    (
+        "ppo_metaworld",
+        ["env.train.task_weights=[20,1]", "env.train.num_envs=4"],
+        ["env.train.task_weights", "4 task slots: push-v3 gets none", "raise env.train.num_envs"],
+    ),
     ("ppo_gym_cartpole", ["env.train.env_type=mujoco"], ["env.train.env_type", "metaworld", "gym"]),
     ("ppo_gym_cartpole", ["env.train.tasks=[CartPole-v1,Pendulum-v1]"], ["env.train.tasks", "exactly one"]),
     ("ppo_gym_cartpole", ["env.train.num_envs=0"], ["env.train.num_envs=0"]),

@@ -142,6 +142,17 @@ def test_tasks_go_round_robin_over_groups():
     assert assign_tasks(4, 3, rank=1, group_size=2).tolist() == [2, 2, 0, 0]  # global groups 2 and 3
 
 
+def test_task_weights_give_each_task_its_share_of_the_groups_spread_evenly():
+    assert assign_tasks(6, 3, weights=[1, 1, 1]).tolist() == assign_tasks(6, 3).tolist()
+    ids = assign_tasks(16, 3, group_size=2, weights=[2, 1, 1])  # 8 groups
+    assert np.bincount(ids[::2], minlength=3).tolist() == [4, 2, 2]
+    assert (ids[::2] == ids[1::2]).all()  # a group's envs share their task
+    assert ids[::2].tolist() == [0, 1, 2, 0, 0, 1, 2, 0]  # interleaved, not blocks
+    workers = np.concatenate([assign_tasks(4, 3, rank=r, group_size=2, weights=[2, 1, 1]) for r in range(4)])
+    assert workers.tolist() == ids.tolist()  # the ranks' envs together are the global assignment
+    assert 2 not in assign_tasks(12, 3, weights=[1, 1, 0]).tolist()
+
+
 def test_success_reward_is_the_outcome_and_ended_envs_keep_their_frames():
     """``reward_signal: success``: the scripted expert's episode returns exactly 1 (given at the step it
     first succeeds, where it ends) and random actions return 0; once an episode has ended its frames are

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from policy_and_value.runner import checkpoint as ckpt
-from policy_and_value.runner.runner import EmbodiedRunner, Stream, eval_summary, interval_union
+from policy_and_value.runner.runner import EmbodiedRunner, Stream, eval_summary, interval_union, train_summary
 
 
 def test_interval_union_merges_overlaps_and_clips():
@@ -27,6 +27,17 @@ def test_eval_summary_never_prints_nan():
     assert "no evaluation ran after it" in only_first[0] and "nan" not in "".join(only_first)
     assert "0.250" in only_first[1]
     assert eval_summary({}, {}) == []
+
+
+def test_train_summary_lists_each_task_over_the_steps_it_finished_episodes():
+    recent = [
+        {"env/success_once": 0.5, "env/reach-v3/success_once": 1.0, "env/push-v3/success_once": 0.0},
+        {"env/success_once": 0.5, "env/reach-v3/success_once": 0.5},  # push-v3 finished no episode
+    ]
+    lines = train_summary(recent)
+    assert "last 2 steps" in lines[0]
+    assert [line.split() for line in lines[1:]] == [["push-v3", "0.000"], ["reach-v3", "0.750"]]
+    assert train_summary([{"env/reach-v3/success_once": 1.0}]) == []  # one task: nothing to break down
 
 
 class _Group:
