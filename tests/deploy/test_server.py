@@ -152,7 +152,7 @@ def test_serve_policy_cli_serves_until_terminated(tmp_path):
 
     assert main(["--policy-dir", str(tmp_path)]) == 2  # not a policy directory: one line, exit 2
     cmd = [sys.executable, "-m", "toolkits.deploy.serve_policy", "--policy-dir", str(POLICY_DIR), "--port", "0",
-           "--cameras", *CAMERAS, "--api-key", "k"]  # fmt: skip
+           "--cameras", *CAMERAS, "--api-key", "k", "--record", str(tmp_path / "rec")]  # fmt: skip
     proc = subprocess.Popen(
         cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ
     )
@@ -164,8 +164,14 @@ def test_serve_policy_cli_serves_until_terminated(tmp_path):
             assert resp.status == 200
         client = WebsocketClientPolicy("127.0.0.1", port, api_key="k")
         assert client.infer(observation(0))["actions"].shape == (4, 4)
-        client._ws.close()
+        client.infer({"record_step": True, **observation(1)})
+        assert client.infer({"episode_end": True, "success": False})["file"] == "episodes/episode_000000.h5"
+        client.infer(observation(2))
+        client.infer({"record_step": True, **observation(3)})  # left open: saved (outcome unknown) at stop
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 0 and "stopped after 1 answers and 0 errors" in out, out
+    assert proc.returncode == 0 and "stopped after 2 answers and 0 errors, episodes recorded: 2" in out, out
+    from toolkits.episodes import EpisodeDataset
+
+    assert [e["outcome"] for e in EpisodeDataset(str(tmp_path / "rec")).entries] == ["failure", "unknown"]

@@ -11,6 +11,11 @@ are those ``python -m policy_and_value.offline.evaluate`` plays with the same ``
 ``--layout-seed``, ``--num-envs`` and ``--max-episode-steps``: with ``--compare-policy-dir`` the same
 episodes are also played in-process (``evaluate_in_metaworld``) with the directory's policy under
 the server's per-request noise (start the server with ``--seed``), and the two successes are compared.
+
+Against a server that records (``serve_policy --record DIR``; its metadata says ``"recording": true``)
+each env gets its own connection (one robot, one episode at a time), sends every step the broker does
+not query as ``{"record_step": true, ...}`` and ends each episode with ``{"episode_end": true,
+"success": bool, ...}`` carrying the final observation, so the server saves complete episodes.
 """
 
 from __future__ import annotations
@@ -58,23 +63,46 @@ def metadata_keys(meta: dict[str, Any]) -> ObservationKeys:
     return ObservationKeys(list(meta["image_keys"]), meta["state_key"], meta["prompt_key"])
 
 
-def play_served_round(env: Any, brokers: list[Any], keys: ObservationKeys) -> torch.Tensor:
+def play_served_round(
+    env: Any,
+    brokers: list[Any],
+    keys: ObservationKeys,
+    recorders: list[Any] | None = None,
+    horizon: int = 1,
+    acks: list[dict] | None = None,
+) -> torch.Tensor:
     """Reset ``env`` and play one episode per env, one action per step from each env's broker; bool
-    [num_envs]: whether each env reported success before its limit."""
+    [num_envs]: whether each env reported success before its limit. With ``recorders`` (each env's own
+    client, the connection its broker queries through) the steps between the broker's queries (every
+    ``horizon``) go to the server as ``record_step`` and each episode ends with ``episode_end`` (its
+    outcome and final observation); the server's answers to those are appended to ``acks``."""
     obs, _ = env.reset()
     for broker in brokers:
         broker.reset()
     alive = torch.ones(env.num_envs, dtype=torch.bool)
     success = torch.zeros(env.num_envs, dtype=torch.bool)
+    steps = [0] * env.num_envs
     while alive.any():
         actions = torch.zeros(env.num_envs, 1, env.action_dim)
         images, state = obs["images"].numpy(), obs["state"].numpy()
         for i in torch.nonzero(alive).flatten().tolist():
-            step = brokers[i].infer(client_observation(keys, images[i], state[i], obs["prompt"][i]))
+            seen = client_observation(keys, images[i], state[i], obs["prompt"][i])
+            if recorders is not None and steps[i] % horizon != 0:  # mid-chunk: the broker will not query
+                recorders[i].infer({"record_step": True, **seen})
+            step = brokers[i].infer(seen)
+            steps[i] += 1
             actions[i, 0] = torch.tensor(np.asarray(step["actions"], dtype=np.float32))
         obs, _, terminated, truncated, _ = env.chunk_step(actions.clamp(-1, 1))
         success |= alive & terminated
-        alive &= ~(terminated | truncated)
+        ended = alive & (terminated | truncated)
+        if recorders is not None:
+            images, state = obs["images"].numpy(), obs["state"].numpy()
+            for i in torch.nonzero(ended).flatten().tolist():
+                final = client_observation(keys, images[i], state[i], obs["prompt"][i])
+                ack = recorders[i].infer({"episode_end": True, "success": bool(terminated[i]), **final})
+                if acks is not None:
+                    acks.append(ack)
+        alive &= ~ended
     return success
 
 
@@ -88,9 +116,12 @@ def run_served_episodes(
     num_envs: int | None = None,
     seed: int = 1000,
     layout_seed: int = 0,
+    acks: list[dict] | None = None,
 ) -> tuple[dict[str, list[bool]], dict[str, Any]]:
     """Play ``episodes_per_task`` Meta-World episodes per task against the server; per-task successes
-    (in episode order) and the server's metadata."""
+    (in episode order) and the server's metadata. A recording server gets one connection per env, every
+    step and each outcome (its ``episode_end`` answers go to ``acks``; a last round may record more
+    episodes than it counts)."""
     from openpi_client.action_chunk_broker import ActionChunkBroker
     from openpi_client.websocket_client_policy import WebsocketClientPolicy
 
@@ -105,17 +136,26 @@ def run_served_episodes(
         tasks, episodes_per_task, list(meta["cameras"]), int(meta["image_size"][0]), state_type,
         int(meta["chunk_size"]), steps, num_envs, seed, layout_seed,
     )  # fmt: skip
-    brokers = [ActionChunkBroker(client, action_horizon=int(meta["chunk_size"])) for _ in range(env.num_envs)]
+    horizon = int(meta["chunk_size"])
+    recorders = None
+    clients = [client]
+    if meta.get("recording"):  # one connection (robot) per env, each with its own episode on the server
+        recorders = [client] + [
+            WebsocketClientPolicy(host, port, api_key=api_key) for _ in range(env.num_envs - 1)
+        ]
+        clients = recorders
+    brokers = [ActionChunkBroker(recorders[i] if recorders else client, horizon) for i in range(env.num_envs)]
     results: dict[str, list[bool]] = defaultdict(list)
     try:
         while min(len(results[t]) for t in tasks) < episodes_per_task:
-            success = play_served_round(env, brokers, keys)
+            success = play_served_round(env, brokers, keys, recorders, horizon, acks)
             for i, task_id in enumerate(env.task_ids):
                 if len(results[tasks[task_id]]) < episodes_per_task:
                     results[tasks[task_id]].append(bool(success[i]))
     finally:
         env.close()
-        client._ws.close()  # the client has no close(); leave the server a clean close frame
+        for c in clients:
+            c._ws.close()  # the client has no close(); leave the server a clean close frame
     return {t: results[t] for t in tasks}, meta
 
 
@@ -209,10 +249,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {what}", file=sys.stderr)
         return 2
     start = time.time()
+    acks: list[dict] = []
     try:
         served, meta = run_served_episodes(
             args.host, args.port, args.tasks, args.episodes, args.api_key, args.max_episode_steps, args.num_envs,
-            args.seed, args.layout_seed,
+            args.seed, args.layout_seed, acks,
         )  # fmt: skip
     except (OSError, RuntimeError) as err:
         print(f"error: ws://{args.host}:{args.port}: {' '.join(str(err).split())[:500]}", file=sys.stderr)
@@ -230,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
         extra = f" {local[task]:.0%} |" if local else ""
         print(f"| {task} | {len(served[task])} | {rate:.0%} |{extra}")
     print(f"mean served success {np.mean(list(rates.values())):.1%} in {time.time() - start:.0f} s")
+    if meta.get("recording"):
+        saved = [a for a in acks if a.get("file")]
+        print(f"the server recorded {len(saved)} episodes ({sum(a['steps'] for a in saved)} steps)")
     if local is not None:
         same = all(abs(rates[t] - local[t]) < 1e-9 for t in rates)
         seed_note = (

@@ -1,7 +1,8 @@
 """Serve a policy directory to robots over openpi's websocket protocol (``openpi-client`` works unchanged).
 
     python -m toolkits.deploy.serve_policy --policy-dir DIR [--host 127.0.0.1] [--port 8000] \\
-        [--api-key KEY] [--max-message-mb 16] [--max-batch 8] [--seed 0] [--cameras corner gripperPOV]
+        [--api-key KEY] [--max-message-mb 16] [--max-batch 8] [--seed 0] [--cameras corner gripperPOV] \
+        [--record DIR [--record-max-steps 10000]]
 
 Protocol (openpi's): binary frames of msgpack with numpy arrays in openpi's encoding. On connect the
 server sends one metadata map (cameras, the request key of each camera's image, image size, state
@@ -15,6 +16,22 @@ Inference runs in a worker thread, so the event loop keeps answering pings durin
 requests that wait together (from several clients) are inferred as one batch of up to ``--max-batch``.
 ``--seed`` draws each request's initial noise from the seed and a hash of its observation, so an answer
 depends on the observation alone (reproducible; without it every request draws fresh noise).
+
+``--record DIR`` saves what is served as episodes in the project's episode format (``index.json`` +
+one HDF5 file per episode, as ``toolkits.collect_episodes`` writes; see ``toolkits/deploy/record.py``),
+one episode per connection at a time. Two more messages end and fill in an episode; both are answered
+with a small map, with or without ``--record`` (the metadata's ``"recording"`` says which):
+
+- ``{"episode_end": true, "success": true | false | null}`` (optionally with the final observation's
+  keys): the outcome; answered ``{"episode_end": true, "recording": bool, "steps": T, "outcome": ...,
+  "file": ...}`` once the episode is on disk. A connection closed with an episode open saves it with
+  outcome unknown (``success_once`` null).
+- ``{"record_step": true, <observation keys>}``: an observation the robot took while executing the rest
+  of its chunk (no inference); answered ``{"record_step": true, "step": t, "recording": bool}``. With it
+  the episode has every step's observation and action, as collected episodes do.
+
+A robot sends both through ``WebsocketClientPolicy.infer``; a malformed one (e.g. ``success`` not a
+bool) is a bad request like any other.
 """
 
 from __future__ import annotations
@@ -36,6 +53,17 @@ from websockets.asyncio.server import Request, Response, Server, ServerConnectio
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
+from toolkits.deploy.record import (
+    DEFAULT_MAX_STEPS,
+    OBSERVATION,
+    OUTCOMES,
+    STEP,
+    EpisodeBuffer,
+    EpisodeRecorder,
+    Message,
+    PendingEpisode,
+    parse_message,
+)
 from toolkits.deploy.served import BadRequest, ServedPolicy
 from toolkits.deploy.wire import WireError, packb, unpackb
 
@@ -58,7 +86,8 @@ class InferenceThread:
         self._thread.start()
 
     def submit(self, frame: bytes) -> Future:
-        """Queue one frame; the future gets ``(reply, infer_seconds, batch_size)`` or the frame's error."""
+        """Queue one frame; the future gets ``(message, reply, infer_seconds, batch_size)`` or the frame's
+        error (reply and timing only for observations: ``record_step`` and ``episode_end`` are not inferred)."""
         future: Future = Future()
         self._queue.put((frame, future))
         return future
@@ -79,27 +108,33 @@ class InferenceThread:
             self._answer(items)
 
     def _answer(self, items: list[tuple[bytes, Future]]) -> None:
-        """Parse each frame (its own error on failure), infer the good ones as one batch, set the futures."""
-        parsed = []
+        """Parse each frame (its own error on failure), infer the good observations as one batch, set the
+        futures (control messages are answered without inference)."""
+        parsed: list[tuple[Message, Future]] = []
         for frame, future in items:
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                parsed.append((self.served.parse(unpackb(frame)), future))
+                message = parse_message(self.served, unpackb(frame))
             except Exception as err:  # noqa: BLE001 - handed to the connection that sent it
                 future.set_exception(err)
+                continue
+            if message.kind == OBSERVATION:
+                parsed.append((message, future))
+            else:
+                future.set_result((message, None, 0.0, 0))
         if not parsed:
             return
         start = time.monotonic()
         try:
-            actions = self.served.act_many([obs for obs, _ in parsed])
+            actions = self.served.act_many([message.obs for message, _ in parsed])
         except Exception as err:  # noqa: BLE001 - every request of the batch gets the error
             for _, future in parsed:
                 future.set_exception(err)
             return
         seconds = time.monotonic() - start
-        for (_, future), chunk in zip(parsed, actions, strict=True):
-            future.set_result(({"actions": chunk}, seconds, len(parsed)))
+        for (message, future), chunk in zip(parsed, actions, strict=True):
+            future.set_result((message, {"actions": chunk}, seconds, len(parsed)))
 
     def close(self) -> None:
         """Stop after the batches already queued."""
@@ -117,18 +152,27 @@ class PolicyServer:
         api_key: str | None = None,
         max_message_mb: float = DEFAULT_MAX_MESSAGE_MB,
         max_batch: int = DEFAULT_MAX_BATCH,
+        record: str | None = None,
+        record_max_steps: int = DEFAULT_MAX_STEPS,
     ):
         if max_message_mb <= 0:
             raise ValueError(f"--max-message-mb={max_message_mb}: must be > 0")
+        if record_max_steps < 1:
+            raise ValueError(f"--record-max-steps={record_max_steps}: must be >= 1")
         self.served = served
         self.host, self.port = host, port
         self.api_key = api_key or None
         self.max_message_bytes = int(max_message_mb * 1024 * 1024)
-        self.metadata = {**served.metadata(), "max_message_bytes": self.max_message_bytes}
+        self.recorder = EpisodeRecorder(record, served) if record else None
+        self.record_max_steps = record_max_steps
+        self.metadata = {
+            **served.metadata(), "max_message_bytes": self.max_message_bytes, "recording": bool(record),
+        }  # fmt: skip
         self._metadata_frame = packb(self.metadata)
         self.inference = InferenceThread(served, max_batch)
         self.requests = 0  # answered observations
         self.errors = 0  # requests answered with an error
+        self.connections = 0  # connections opened (each numbers its recorded episodes)
 
     # ------------------------------------------------------------------ HTTP before the handshake
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -154,8 +198,29 @@ class PolicyServer:
         except ConnectionClosed:
             pass
 
+    def _record(self, pending: PendingEpisode | None) -> Future | None:
+        """Hand a finished episode to the writer thread (nothing without ``--record``)."""
+        return self.recorder.submit(pending) if self.recorder is not None and pending is not None else None
+
+    async def _control(self, message: Message, episode: EpisodeBuffer) -> dict[str, Any]:
+        """The answer to ``record_step`` or ``episode_end`` (the latter once the episode is written)."""
+        recording = self.recorder is not None
+        if message.kind == STEP:
+            step = episode.count
+            self._record(episode.add_step(message.obs))
+            return {"record_step": True, "step": step, "recording": recording}
+        written = self._record(episode.take(message.obs, message.success))
+        if written is None:  # not recording, or nothing recorded since the last end
+            outcome = OUTCOMES[message.success]
+            return {"episode_end": True, "recording": recording, "steps": 0, "outcome": outcome, "file": None}
+        return {"episode_end": True, "recording": True, **(await asyncio.wrap_future(written))}
+
     async def _handler(self, ws: ServerConnection) -> None:
-        """Send the metadata, then answer each observation frame until the client leaves or errs."""
+        """Send the metadata, then answer each frame until the client leaves or errs; with ``--record``,
+        keep the connection's open episode and save it when it ends (or, outcome unknown, when the
+        connection does)."""
+        self.connections += 1
+        episode = EpisodeBuffer(self.connections, self.recorder is not None, self.record_max_steps)
         try:
             await ws.send(self._metadata_frame)
             prev_total_ms: float | None = None
@@ -166,7 +231,11 @@ class PolicyServer:
                     await self._fail(ws, "bad request: expected a binary msgpack frame, got a text frame")
                     return
                 try:
-                    reply, infer_s, batch = await asyncio.wrap_future(self.inference.submit(frame))
+                    message, reply, infer_s, batch = await asyncio.wrap_future(self.inference.submit(frame))
+                    if message.kind != OBSERVATION:
+                        await ws.send(packb(await self._control(message, episode)))
+                        continue
+                    self._record(episode.add_query(message.obs, reply["actions"]))
                 except (BadRequest, WireError) as err:
                     log.info("bad request from %s: %s", ws.remote_address, err)
                     await self._fail(ws, f"bad request: {err}")
@@ -186,6 +255,8 @@ class PolicyServer:
                 prev_total_ms = (time.monotonic() - start) * 1000.0
         except ConnectionClosed:
             return
+        finally:
+            self._record(episode.take(None, None))  # an episode left open: outcome unknown
 
     # ------------------------------------------------------------------ running
     def serve(self) -> Any:
@@ -211,8 +282,10 @@ class PolicyServer:
         self.port = server.sockets[0].getsockname()[1]
 
     def close(self) -> None:
-        """Stop the inference thread."""
+        """Stop the inference thread and write the episodes still queued."""
         self.inference.close()
+        if self.recorder is not None:
+            self.recorder.close()
 
 
 class ServerThread:
@@ -298,6 +371,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prompt-key", default=None, help="request key of the instruction (default prompt)")
     p.add_argument("--device", default="cpu", help="torch device for inference (cpu, cuda)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads for inference")
+    p.add_argument(
+        "--record", default=None, metavar="DIR", help="save served episodes there (episode format; appends)"
+    )
+    p.add_argument(
+        "--record-max-steps", type=int, default=DEFAULT_MAX_STEPS, help="longest recorded episode (then cut)"
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("websockets").setLevel(logging.WARNING)
@@ -314,7 +393,10 @@ def main(argv: list[str] | None = None) -> int:
             args.policy_dir, args.cameras, args.tasks, args.image_keys, args.state_key, args.prompt_key,
             args.seed, args.device,
         )  # fmt: skip
-        server = PolicyServer(served, args.host, args.port, args.api_key, args.max_message_mb, args.max_batch)
+        server = PolicyServer(
+            served, args.host, args.port, args.api_key, args.max_message_mb, args.max_batch, args.record,
+            args.record_max_steps,
+        )  # fmt: skip
     except (FileNotFoundError, ValueError, KeyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -335,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"serving {args.policy_dir} on ws://{server.host}:{server.port} (cameras {meta['cameras']} as "
             f"{meta['image_keys']}, state {meta['state_dim']} as {meta['state_key']!r}, chunks of "
-            f"{meta['chunk_size']} x {meta['action_dim']} actions)",
+            f"{meta['chunk_size']} x {meta['action_dim']} actions)"
+            + (f", recording episodes to {args.record}" if args.record else ""),
             flush=True,
         )
         await task
@@ -347,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         server.close()
-    print(f"stopped after {server.requests} answers and {server.errors} errors", flush=True)
+    recorded = f", episodes recorded: {server.recorder.written} (in {args.record})" if server.recorder else ""
+    print(f"stopped after {server.requests} answers and {server.errors} errors{recorded}", flush=True)
     return 0
 
 

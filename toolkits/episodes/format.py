@@ -38,9 +38,12 @@ class Episode:
 
 
 class EpisodeWriter:
-    """Writes episodes into ``root`` and keeps ``index.json`` up to date (atomically replaced)."""
+    """Writes episodes into ``root`` and keeps ``index.json`` up to date (atomically replaced).
 
-    def __init__(self, root: str, info: dict[str, Any] | None = None):
+    With ``append`` an existing dataset in ``root`` is continued (its index and ``info`` kept, new
+    episodes numbered after its own), so a restarted recorder never overwrites what is there."""
+
+    def __init__(self, root: str, info: dict[str, Any] | None = None, append: bool = False):
         self.root = root
         os.makedirs(os.path.join(root, "episodes"), exist_ok=True)
         self.index: dict[str, Any] = {
@@ -49,6 +52,15 @@ class EpisodeWriter:
             "info": info or {},
             "episodes": [],
         }
+        path = os.path.join(root, INDEX)
+        if append and os.path.isfile(path):
+            with open(path) as f:
+                index = json.load(f)
+            if index.get("format") != FORMAT_NAME or index.get("version") != FORMAT_VERSION:
+                raise ValueError(
+                    f"{path}: format {index.get('format')} v{index.get('version')}, expected {FORMAT_NAME} v{FORMAT_VERSION}"
+                )
+            self.index = index
 
     def write(self, ep: Episode) -> str:
         """Store one episode; returns its path relative to the dataset root."""
