@@ -20,8 +20,9 @@ class DataConfig(Strict):
     state_type: Literal["full", "proprio"] = "full"  # must match the env the policy will run in
     cameras: list[str] | None = None  # None: every view the dataset recorded, in its order
     holdout_fraction: float = Field(0.1, ge=0.0, lt=1.0)  # episodes kept out for the validation loss
-    # advantage-conditioned imitation (model.pi0.with_advantage_condition): share of samples trained
-    # with the unconditioned prompt, so the policy also works without an advantage
+    # advantage-conditioned imitation (model.pi0.with_advantage_condition, labelled data): share of
+    # samples trained with the unconditioned prompt, so the policy also works without an advantage
+    # (as algorithm.advantage_dropout in train_mode IL); setting it for an unconditioned policy is an error
     advantage_dropout: float = Field(0.1, ge=0.0, le=1.0)
 
 

@@ -8,10 +8,16 @@ the weights; prompts are the tasks' instructions (multi-task); images get random
 brightness/contrast jitter. Checkpoints (policy directory + optimiser, scheduler, step and RNG state)
 are written atomically every ``train.save_interval`` steps and resumed from automatically. The result,
 ``<output_dir>/policy``, is a directory that ``rollout.model_dir`` accepts.
+
+An advantage-conditioned policy (``model.pi0.with_advantage_condition``, or an ``init_model_dir`` saved
+with it) trains on labelled episodes (``python -m reward_models.label``) as the RL actor's IL mode does:
+each sample's prompt carries the bin (``model.pi0.advantage_bin_edges``) of its labelled advantage, and a
+share ``data.advantage_dropout`` of them none (classifier-free guidance); deployment asks for the best bin.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -34,11 +40,40 @@ def check_config(cfg: SFTConfig) -> None:
         raise _fail("model.policy_type", cfg.model.policy_type, "imitation training supports pi0 and pi05")
     if cfg.init_model_dir is not None and not os.path.isfile(os.path.join(cfg.init_model_dir, "config.json")):
         raise _fail("init_model_dir", cfg.init_model_dir, "not a policy directory (no config.json)")
-    if cfg.model.pi0.get("with_advantage_condition") and "labels" not in dataset.info:
+    if advantage_conditioned(cfg) and "labels" not in dataset.info:
+        raise _needs_labels(cfg)
+    if "advantage_dropout" in cfg.data.model_fields_set and not advantage_conditioned(cfg):
         raise _fail(
-            "model.pi0.with_advantage_condition", True,
-            f"needs per-step advantages in data.path={cfg.data.path} (label it with python -m reward_models.label)",
+            "data.advantage_dropout", cfg.data.advantage_dropout,
+            "only used with model.pi0.with_advantage_condition=true (an unconditioned policy has no advantage to drop)",
         )  # fmt: skip
+
+
+def _needs_labels(cfg: SFTConfig) -> Exception:
+    return _fail(
+        "model.pi0.with_advantage_condition", True,
+        f"needs per-step advantages in data.path={cfg.data.path} (label it with python -m reward_models.label)",
+    )  # fmt: skip
+
+
+def advantage_conditioned(cfg: SFTConfig) -> bool:
+    """Whether the trained policy reads an advantage: ``model.pi0.with_advantage_condition`` when set,
+    else what ``init_model_dir`` was saved with (the policy built from it keeps that)."""
+    if "with_advantage_condition" in cfg.model.pi0:
+        return bool(cfg.model.pi0["with_advantage_condition"])
+    if cfg.init_model_dir is not None:
+        saved = json.loads(Path(cfg.init_model_dir, "config.json").read_text())
+        return bool(saved.get("with_advantage_condition", False))
+    return False
+
+
+def advantage_bins(policy, advantages: torch.Tensor, dropout: float = 0.0) -> torch.Tensor:
+    """Prompt classes [N] of labelled advantages [N], as the RL actor's IL mode forms them: the
+    policy's ``advantage_to_bin``, and with probability ``dropout`` (global RNG) -1, the prompt without
+    an advantage (classifier-free guidance training)."""
+    bins = policy.advantage_to_bin(advantages)
+    drop = torch.rand(bins.shape) < dropout
+    return torch.where(drop.to(bins.device), torch.full_like(bins, -1), bins)
 
 
 def latest_checkpoint(output_dir: str) -> str | None:
@@ -88,10 +123,12 @@ def train_sft(cfg: SFTConfig, log=print) -> Path:
         policy.cfg.norm_mode = cfg.norm_mode
         policy.normalizer.mode = cfg.norm_mode
     horizon = policy.cfg.chunk_size
-    train = ChunkDataset(episodes, horizon, cfg.data.state_type, cfg.data.cameras, train_ids)
-    held = (
-        ChunkDataset(episodes, horizon, cfg.data.state_type, cfg.data.cameras, held_ids) if held_ids else None
-    )
+    conditioned = policy.cfg.with_advantage_condition
+    if conditioned and "labels" not in episodes.info:  # e.g. resumed from a checkpoint saved conditioned
+        raise _needs_labels(cfg)
+    chunks = dict(state_type=cfg.data.state_type, cameras=cfg.data.cameras, with_advantages=conditioned)
+    train = ChunkDataset(episodes, horizon, indices=train_ids, **chunks)
+    held = ChunkDataset(episodes, horizon, indices=held_ids, **chunks) if held_ids else None
     if not resume_from:
         policy.set_norm_stats(
             {"state": Stats.from_data(train.state), "actions": Stats.from_data(train.actions)}
@@ -143,9 +180,10 @@ def train_sft(cfg: SFTConfig, log=print) -> Path:
                 "state", torch.ones_like(obs["state"])
             ) - policy.normalizer.unnormalize("state", torch.zeros_like(obs["state"]))
             obs["state"] = obs["state"] + torch.randn_like(obs["state"]) * aug.state_noise * scale
-        loss = policy.flow_matching_loss(
-            {"obs": obs, "actions": batch.actions, "action_mask": batch.action_mask}
-        )
+        fm_batch = {"obs": obs, "actions": batch.actions, "action_mask": batch.action_mask}
+        if conditioned:  # the chunk's labelled advantage (at its first step) picks the prompt's bin
+            fm_batch["advantage_bin"] = advantage_bins(policy, batch.advantages, cfg.data.advantage_dropout)
+        loss = policy.flow_matching_loss(fm_batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.train.clip_grad or float("inf"))
@@ -177,8 +215,10 @@ def train_sft(cfg: SFTConfig, log=print) -> Path:
 
 @torch.no_grad()
 def heldout_loss(policy: torch.nn.Module, held, max_samples: int = 256, batch_size: int = 64) -> float:
-    """Flow-matching loss on held-out samples with fixed noise and times (comparable across steps)."""
+    """Flow-matching loss on held-out samples with fixed noise and times (comparable across steps); an
+    advantage-conditioned policy on labelled samples reads each sample's advantage bin (no dropout)."""
     gen = torch.Generator().manual_seed(0)
+    conditioned = policy.cfg.with_advantage_condition and getattr(held, "advantages", None) is not None
     index = torch.randperm(len(held), generator=gen)[:max_samples]
     total, count = 0.0, 0
     was_training = policy.training
@@ -188,15 +228,16 @@ def heldout_loss(policy: torch.nn.Module, held, max_samples: int = 256, batch_si
         n, cfg = len(part), policy.cfg
         noise = torch.randn(n, cfg.chunk_size, cfg.max_action_dim, generator=gen)
         t = torch.rand(n, generator=gen) * 0.999 + 0.001
-        loss = policy.flow_matching_loss(
-            {
-                "obs": batch.obs,
-                "actions": batch.actions,
-                "action_mask": batch.action_mask,
-                "noise": noise,
-                "time": t,
-            }
-        )
+        fm_batch = {
+            "obs": batch.obs,
+            "actions": batch.actions,
+            "action_mask": batch.action_mask,
+            "noise": noise,
+            "time": t,
+        }
+        if conditioned:
+            fm_batch["advantage_bin"] = policy.advantage_to_bin(batch.advantages)
+        loss = policy.flow_matching_loss(fm_batch)
         total += float(loss) * n
         count += n
     policy.train(was_training)

@@ -107,6 +107,11 @@ def test_train_writes_a_policy_dir_and_resumes_exactly(dataset, tmp_path):
         ),
         (["model.policy_type=cnn_actor_critic"], "config error: model.policy_type='cnn_actor_critic'"),
         (["init_model_dir=/tmp"], "config error: init_model_dir='/tmp': not a policy directory"),
+        (["data.advantage_dropout=0.5"], "config error: data.advantage_dropout=0.5: only used with"),
+        (  # the shipped policy reads an advantage, so fine-tuning it needs labels
+            [f"init_model_dir={REPO / 'assets' / 'quickstart' / 'policy'}"],
+            "config error: model.pi0.with_advantage_condition=True: needs per-step advantages",
+        ),
     ],
 )
 def test_bad_sft_config_is_one_line(dataset, tmp_path, overrides, expected):
@@ -126,29 +131,63 @@ def test_cli_rejects_unknown_key_before_loading_anything(dataset, tmp_path):
     )
 
 
-def test_advantage_conditioned_imitation_needs_and_uses_labels(dataset, tmp_path):
+def _labelled(dataset: str, out: Path, advantage=None) -> str:
+    """A copy of ``dataset`` labelled as reward_models.label does: per-step ``advantages`` (a ramp from
+    -1 to 1, or ``advantage`` everywhere) and ``info.labels``."""
     import json
     import shutil
 
     import h5py
 
-    cond = [
-        "model.pi0.with_advantage_condition=true",
-        "model.pi0.advantage_bin_edges=[0.0]",
-        "train.max_steps=3",
-    ]
-    with pytest.raises(ConfigError, match="needs per-step advantages .* python -m reward_models.label"):
-        check_config(_cfg(dataset, tmp_path / "a", *cond))
-    labelled = tmp_path / "labelled"
-    shutil.copytree(dataset, labelled)
-    index = json.loads((labelled / "index.json").read_text())
+    shutil.copytree(dataset, out)
+    index = json.loads((out / "index.json").read_text())
     index["info"]["labels"] = {"horizon": 2}
-    (labelled / "index.json").write_text(json.dumps(index))
+    (out / "index.json").write_text(json.dumps(index))
     for entry in index["episodes"]:
-        with h5py.File(labelled / entry["file"], "a") as f:
-            f.create_dataset("advantages", data=np.linspace(-1, 1, entry["length"]).astype(np.float32))
-    out = train_sft(_cfg(str(labelled), tmp_path / "cond", *cond), log=lambda *_: None)
+        n = entry["length"]
+        adv = np.linspace(-1, 1, n) if advantage is None else np.full(n, advantage)
+        with h5py.File(out / entry["file"], "a") as f:
+            f.create_dataset("advantages", data=adv.astype(np.float32))
+    return str(out)
+
+
+COND = ["model.pi0.with_advantage_condition=true", "model.pi0.advantage_bin_edges=[0.0]"]
+
+
+def test_advantage_conditioned_imitation_needs_labels(dataset, tmp_path):
+    with pytest.raises(ConfigError, match="needs per-step advantages .* python -m reward_models.label"):
+        check_config(_cfg(dataset, tmp_path / "a", *COND))
+    check_config(_cfg(_labelled(dataset, tmp_path / "labelled"), tmp_path / "b", *COND))
+
+
+def test_advantage_conditioned_imitation_trains_on_the_label_bins(dataset, tmp_path):
+    """Datasets identical but for their labels (all below vs all above the bin edge) train different
+    weights from the same seed; with ``advantage_dropout=1`` every prompt drops the advantage and the
+    weights are identical. The saved policy asks for the best bin at inference and evaluates its chunks."""
     from policy_and_value.models.pi0 import from_pretrained
 
-    policy = from_pretrained(out)
+    steps = ["train.max_steps=2", "train.save_interval=2", "train.log_interval=2"]
+    weights = {}
+    for dropout in (0.0, 1.0):
+        for adv in (-1.0, 1.0):
+            data = _labelled(dataset, tmp_path / f"data_{dropout}_{adv}", adv)
+            cfg = _cfg(
+                data, tmp_path / f"out_{dropout}_{adv}", *COND, *steps, f"data.advantage_dropout={dropout}"
+            )
+            weights[dropout, adv] = from_pretrained(train_sft(cfg, log=lambda *_: None)).state_dict()
+    differs = [k for k in weights[0.0, -1.0] if not torch.equal(weights[0.0, -1.0][k], weights[0.0, 1.0][k])]
+    assert differs, "the advantage labels did not reach the loss"
+    for key, value in weights[1.0, -1.0].items():
+        torch.testing.assert_close(value, weights[1.0, 1.0][key], rtol=0, atol=0, msg=key)
+
+    policy = from_pretrained(tmp_path / "out_0.0_1.0" / "policy")
     assert policy.cfg.with_advantage_condition and policy.best_advantage_bin == 1
+    obs = ChunkDataset(EpisodeDataset(dataset), 4).batch(torch.arange(3)).obs
+    out = policy.predict(obs, mode="eval")
+    state = policy.normalizer.normalize("state", obs["state"])
+    best, _ = policy.tokenizer(policy.prompts(obs, state, torch.full((3,), policy.best_advantage_bin)))
+    plain, _ = policy.tokenizer(policy.prompts(obs, state, None))
+    assert torch.equal(out.replay["lang_tokens"], best) and not torch.equal(best, plain)
+    assert out.actions.shape == (3, policy.num_action_chunks, 4) and torch.isfinite(out.actions).all()
+    logprob, _, _ = policy.evaluate({"obs": obs, **out.replay})
+    assert torch.isfinite(logprob).all()
