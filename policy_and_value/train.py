@@ -16,6 +16,8 @@ def main(argv: list[str] | None = None) -> int:
     from policy_and_value.config import ConfigError, available_configs, load_config
 
     args = list(sys.argv[1:] if argv is None else argv)
+    validate_only = "--validate-only" in args  # check the config and stop (scripts use it before starting Ray)
+    args = [a for a in args if a != "--validate-only"]
     if not args or args[0] in ("-h", "--help", "help"):
         print(USAGE)
         print("\nconfigs (configs/*.yaml):")
@@ -28,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 2
+    if validate_only:
+        return 0
     from policy_and_value.runner import run_job
     from policy_and_value.runner.failure import JobFailed
 

@@ -21,6 +21,8 @@ class Strict(BaseModel):
 # ----------------------------------------------------------------------------------------- cluster
 class ClusterConfig(Strict):
     num_nodes: int = Field(1, ge=1)
+    # with RAY_ADDRESS set (a running cluster), how long start-up waits for num_nodes nodes to join
+    node_timeout_s: float = Field(300.0, ge=0.0)
     # CPU slots per node when no GPU is present (ignored when GPUs are: then it is the GPU count).
     num_devices_per_node: int = Field(1, ge=1)
     # component name(s) -> placement string, e.g. {"env,rollout": "0", "actor": "0-1"}.

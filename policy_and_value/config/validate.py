@@ -9,6 +9,7 @@ before anything heavy (Ray, models, simulators) starts.
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,7 +22,7 @@ from policy_and_value.config.data_checks import (
     check_paths,
 )
 from policy_and_value.config.env_checks import all_envs, apply_num_group_envs, check_envs
-from policy_and_value.config.errors import ConfigError, format_validation_error
+from policy_and_value.config.errors import ConfigError, config_error, format_validation_error
 from policy_and_value.config.model_checks import check_pi0
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.config.sizes import check_sizes
@@ -40,6 +41,12 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
         placement = parse_placement(cfg.cluster.component_placement, cfg.cluster.num_nodes, num_devices)
     except PlacementError as err:
         raise ConfigError(str(err)) from None
+    if cfg.cluster.num_nodes > 1 and not os.environ.get("RAY_ADDRESS"):
+        raise config_error(
+            "cluster.num_nodes", cfg.cluster.num_nodes,
+            "several nodes need a running Ray cluster: start the job with "
+            "scripts/run_embodiment_ray_unified_multi_task.sh --head (or set RAY_ADDRESS)",
+        )  # fmt: skip
     ranks = {c: placement.world_size(c) for c in ("env", "rollout", "actor")}
     cfg = apply_num_group_envs(cfg, ranks)
     check_envs(cfg, ranks)

@@ -79,6 +79,7 @@ class EmbodiedRunner:
         self.groups.append(self.actor)
         host, port = ray.get(self.actor.workers[0].master_address.remote())
         ray.get(self.actor.call("init_process_group", host, port))
+        self.write_placement()
 
         S = cfg.rollout.pipeline_stage_num
         per_stage = cfg.env.train.num_envs // self.env.world_size // S
@@ -341,6 +342,19 @@ class EmbodiedRunner:
         if self.cluster is not None:
             self.cluster.shutdown()
             self.cluster = None
+
+    def write_placement(self) -> None:
+        """``<log_dir>/placement.json``: for every component rank its device, node and the Ray node it runs on."""
+        nodes = self.cluster.node_ids()
+        record: dict[str, Any] = {"nodes": nodes, "devices_per_node": self.cluster.devices_per_node}
+        for group in self.groups:
+            where = ray.get([w.where.remote() for w in group.workers])
+            record[group.component] = [
+                {"rank": slot.rank, "device": slot.global_device, "node": slot.node, **w}
+                for slot, w in zip(group.slots, where, strict=True)
+            ]
+        with open(os.path.join(self.log_dir, "placement.json"), "w") as f:
+            json.dump(record, f, indent=1)
 
     def summary(self) -> str:
         """A one-screen report: where the logs, videos and checkpoints are; eval success before and after."""

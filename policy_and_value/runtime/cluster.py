@@ -2,17 +2,26 @@
 
 Devices are GPUs when the nodes have them, else CPU slots (``cluster.num_devices_per_node`` per node,
 each a bundle with an equal share of the node's CPUs). Every worker is scheduled into the bundle of
-its device, so Ray accounts for every device and sets ``CUDA_VISIBLE_DEVICES`` itself.
+its device, so Ray accounts for every device and sets ``CUDA_VISIBLE_DEVICES`` itself. With several
+nodes (``RAY_ADDRESS`` names a running cluster) node i of the placement grammar is the i-th node, head
+first: its placement group is pinned there by Ray's ``ray.io/node-id`` label, so devices ``i * per_node
+...`` are on that machine. Start-up waits up to ``cluster.node_timeout_s`` for the nodes to join.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass
 
 import ray
-from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.placement_group import (
+    NODE_ID_LABEL_KEY,
+    PlacementGroup,
+    placement_group,
+    remove_placement_group,
+)
 
 from policy_and_value.config.schema import ClusterConfig
 
@@ -43,6 +52,7 @@ class Cluster:
                 ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False)
             else:
                 ray.init(
+                    address="local",  # a new cluster here, never one a `ray start` left in /tmp/ray
                     num_cpus=os.cpu_count() or 1,
                     object_store_memory=object_store_memory,
                     include_dashboard=False,
@@ -51,24 +61,27 @@ class Cluster:
                     runtime_env={"env_vars": {"MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}},
                 )
             started = True
-        nodes = [n for n in ray.nodes() if n.get("Alive")]
-        gpus = min(int(n["Resources"].get("GPU", 0)) for n in nodes) if nodes else 0
-        cpus = min(float(n["Resources"].get("CPU", 1)) for n in nodes) if nodes else 1.0
+        nodes = wait_for_nodes(cfg.num_nodes, cfg.node_timeout_s if os.environ.get("RAY_ADDRESS") else 0.0)
+        gpus = min(int(n["Resources"].get("GPU", 0)) for n in nodes)
+        cpus = min(float(n["Resources"].get("CPU", 1)) for n in nodes)
         use_gpu = gpus > 0
         devices = gpus if use_gpu else cfg.num_devices_per_node
-        if len(nodes) < cfg.num_nodes:
-            raise RuntimeError(
-                f"cluster.num_nodes={cfg.num_nodes}: only {len(nodes)} Ray node(s) are alive; "
-                "start the other nodes with `ray start --address=...` first"
-            )
         cpus_per_device = cpus / devices
         bundle = {"CPU": cpus_per_device, **({"GPU": 1.0} if use_gpu else {})}
         pgs = []
-        for _ in range(cfg.num_nodes):
-            pg = placement_group([dict(bundle) for _ in range(devices)], strategy="STRICT_PACK")
-            pgs.append(pg)
+        for node in nodes[: cfg.num_nodes]:
+            pin = [{NODE_ID_LABEL_KEY: node["NodeID"]}] * devices if cfg.num_nodes > 1 else None
+            pgs.append(
+                placement_group(
+                    [dict(bundle) for _ in range(devices)], "STRICT_PACK", bundle_label_selector=pin
+                )
+            )
         ray.get([pg.ready() for pg in pgs], timeout=120)
         return cls(cfg.num_nodes, devices, use_gpu, cpus_per_device, pgs, started)
+
+    def node_ids(self) -> list[str]:
+        """The Ray node id of each placement node, in placement order."""
+        return [ray.util.placement_group_table(pg)["bundles_to_node_id"][0] for pg in self.placement_groups]
 
     def shutdown(self) -> None:
         """Remove the placement groups and stop Ray if this process started it."""
@@ -80,3 +93,20 @@ class Cluster:
         self.placement_groups = []
         if self.started_ray and ray.is_initialized():
             ray.shutdown()
+
+
+def wait_for_nodes(num_nodes: int, timeout_s: float) -> list[dict]:
+    """The alive Ray nodes, head first then by node id, once at least ``num_nodes`` are up; after
+    ``timeout_s`` seconds without them, one error line saying how many joined and how to add the rest."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        if len(nodes) >= num_nodes:
+            return sorted(nodes, key=lambda n: ("node:__internal_head__" not in n["Resources"], n["NodeID"]))
+        if time.monotonic() >= deadline:
+            raise RuntimeError(
+                f"cluster.num_nodes={num_nodes}: only {len(nodes)} Ray node(s) joined within {timeout_s:.0f} s; "
+                "join the others with `bash scripts/run_embodiment_ray_unified_multi_task.sh --address HEAD:PORT` "
+                "(or `ray start --address=HEAD:PORT`) on each machine"
+            )
+        time.sleep(1.0)

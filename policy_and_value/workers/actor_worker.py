@@ -100,7 +100,9 @@ class ActorWorker(Worker):
     # ------------------------------------------------------------------ distributed set-up
     def master_address(self) -> tuple[str, int]:
         """This node's address and a free port, for rank 0 to host the process group store."""
-        host = socket.gethostbyname(socket.gethostname())
+        import ray
+
+        host = ray.util.get_node_ip_address()  # reachable from the other nodes, not only this machine
         with socket.socket() as s:
             s.bind(("", 0))
             port = s.getsockname()[1]

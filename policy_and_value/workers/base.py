@@ -53,6 +53,14 @@ class Worker:
         seed_everything(seed + COMPONENT_SEED_OFFSET.get(self.component, 0) + rank)
         self._busy: list[tuple[float, float]] = []
 
+    def where(self) -> dict[str, Any]:
+        """The Ray node this worker runs on and the devices it sees (the run's placement.json)."""
+        import ray
+
+        ctx = ray.get_runtime_context()
+        return {"node_id": ctx.get_node_id(), "node_ip": ray.util.get_node_ip_address(),
+                "gpu_ids": [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])]}  # fmt: skip
+
     @contextmanager
     def busy(self) -> Iterator[None]:
         """Record a wall-clock interval of model or env compute (for the overhead metrics)."""
