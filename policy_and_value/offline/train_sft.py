@@ -36,6 +36,13 @@ POLICY_DIR = "policy"
 def check_config(cfg: SFTConfig) -> None:
     """Cross-field and path checks, one line each, before anything is loaded."""
     dataset = check_episode_data(cfg.data.path, cfg.data.tasks)
+    chosen = [e for e in dataset.entries if not cfg.data.tasks or e.get("task") in cfg.data.tasks]
+    if cfg.data.success_only and not any(e.get("success_once") for e in chosen):
+        raise _fail(
+            "data.success_only", True,
+            f"data.path={cfg.data.path} has no successful episode of the {len(chosen)} chosen; "
+            "set data.success_only=false to train on them all (e.g. advantage-conditioned)",
+        )  # fmt: skip
     if cfg.model.policy_type not in ("pi0", "pi05"):
         raise _fail("model.policy_type", cfg.model.policy_type, "imitation training supports pi0 and pi05")
     if cfg.init_model_dir is not None and not os.path.isfile(os.path.join(cfg.init_model_dir, "config.json")):

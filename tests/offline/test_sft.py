@@ -120,6 +120,23 @@ def test_bad_sft_config_is_one_line(dataset, tmp_path, overrides, expected):
     assert str(err.value).startswith(expected) and "\n" not in str(err.value)
 
 
+def test_only_failed_episodes_with_success_only_is_one_line_naming_the_way_out(tmp_path):
+    """e.g. a robot's recorded episodes, all failures: imitating only successes would train on nothing."""
+    root = str(tmp_path / "failed")
+    writer = EpisodeWriter(root, info={"cameras": ["corner", "gripperPOV"], "image_size": 32})
+    rng = np.random.default_rng(0)
+    meta = {"prompt": TASKS["reach-v3"], "task": "reach-v3", "task_id": 0, "success_once": False}
+    images = rng.integers(0, 255, size=(9, 2, 32, 32, 3), dtype=np.uint8)
+    state = rng.normal(size=(9, 39)).astype(np.float32)
+    writer.write(Episode(images, state, state[:-1, :4], np.zeros(8, np.float32), np.zeros(8, bool), meta))
+    writer.close({})
+    with pytest.raises(
+        ConfigError, match=r"data.success_only=True: .* no successful episode of the 1 chosen; set"
+    ):
+        check_config(_cfg(root, tmp_path / "out"))
+    check_config(_cfg(root, tmp_path / "out", "data.success_only=false"))
+
+
 def test_cli_rejects_unknown_key_before_loading_anything(dataset, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "policy_and_value.offline.train_sft", f"data.path={dataset}", "train.max_step=5"],
