@@ -215,6 +215,9 @@ class ModelConfig(Strict):
 # ----------------------------------------------------------------------------------------- workers
 class RolloutConfig(Strict):
     pipeline_stage_num: int = Field(1, ge=1)
+    # generate step t+1's rollouts while the actor trains on step t's (one step off-policy: the PPO ratio
+    # and IL use the behaviour log-probs recorded at rollout); needs rollout and actor on separate devices
+    overlap_training: bool = False
     rollout_ema_decay: float = Field(0.0, ge=0.0, lt=1.0)
     enable_offload: bool = False
     model_dir: str | None = None  # initial policy weights

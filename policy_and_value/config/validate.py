@@ -47,6 +47,17 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
             "several nodes need a running Ray cluster: start the job with "
             "scripts/run_embodiment_ray_unified_multi_task.sh --head (or set RAY_ADDRESS)",
         )  # fmt: skip
+    if cfg.rollout.overlap_training:
+        shared = sorted(
+            {s.global_device for s in placement.slots["rollout"]}
+            & {s.global_device for s in placement.slots["actor"]}
+        )
+        if shared:
+            raise config_error(
+                "rollout.overlap_training", True,
+                f"needs rollout and actor on separate devices; they share device {shared[0]} "
+                "(e.g. cluster=separate)",
+            )  # fmt: skip
     ranks = {c: placement.world_size(c) for c in ("env", "rollout", "actor")}
     cfg = apply_num_group_envs(cfg, ranks)
     check_envs(cfg, ranks)

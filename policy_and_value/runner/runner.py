@@ -52,6 +52,10 @@ class EmbodiedRunner:
         self.last_eval: dict[str, float] = {}
         self.first_eval: dict[str, float] = {}
         self.recent_train: list[dict[str, float]] = []  # the last steps' training metrics, for the summary
+        self.generation = 0  # rollout generations so far (their shards are keyed by it)
+        self.pending: list[tuple[str, Stream]] | None = (
+            None  # overlap: next step's rollouts, generated already
+        )
         self.saved: list[str] = []
 
     # ------------------------------------------------------------------ set-up
@@ -106,9 +110,12 @@ class EmbodiedRunner:
         ray.get(self.rollout.call("set_weights", weights, self.cfg.rollout.rollout_ema_decay))
 
     def generate_rollouts(self) -> list[tuple[str, Stream]]:
-        """Run ``rollout_epoch`` x ``n_chunk_steps`` chunks on every stream; returns the recorded keys."""
+        """Run ``rollout_epoch`` x ``n_chunk_steps`` chunks on every stream; returns the recorded keys
+        (``g<generation>/r<epoch>e<env rank>s<stage>``)."""
         S = self.cfg.rollout.pipeline_stage_num
         keys: list[tuple[str, Stream]] = []
+        gen = f"g{self.generation}/"
+        self.generation += 1
         if self.cfg.rollout.enable_offload:
             ray.get(self.rollout.call("onload"))
         if self.cfg.env.enable_offload:
@@ -122,7 +129,7 @@ class EmbodiedRunner:
                     outs[(e, s)] = refs[s]
             for _ in range(self.cfg.algorithm.n_chunk_steps):
                 for st in self.streams:
-                    key = f"r{epoch}e{st.env_rank}s{st.stage}"
+                    key = f"{gen}r{epoch}e{st.env_rank}s{st.stage}"
                     actions = self.rollout.workers[st.rollout_rank].predict.remote(
                         key, outs[(st.env_rank, st.stage)]
                     )
@@ -131,7 +138,7 @@ class EmbodiedRunner:
                     )
             done = []
             for st in self.streams:
-                key = f"r{epoch}e{st.env_rank}s{st.stage}"
+                key = f"{gen}r{epoch}e{st.env_rank}s{st.stage}"
                 done.append(
                     self.rollout.workers[st.rollout_rank].finish.remote(key, outs[(st.env_rank, st.stage)])
                 )
@@ -160,31 +167,62 @@ class EmbodiedRunner:
                 col += take
         return plan
 
-    def actor_training(self, keys: list[tuple[str, Stream]]) -> dict[str, float]:
-        """Each actor rank fetches its columns straight from the rollout workers and trains."""
+    def launch_training(self, keys: list[tuple[str, Stream]]) -> list[ray.ObjectRef]:
+        """Each actor rank fetches its columns straight from the rollout workers and trains (not waited for)."""
         if self.cfg.actor.enable_offload:
             ray.get(self.actor.call("onload"))
         refs = []
         for rank, parts in enumerate(self.shard_assignment(keys)):
             shards = [self.rollout.workers[r].get_shard.remote(key, a, b) for key, r, a, b in parts]
             refs.append(self.actor.workers[rank].train.remote(*shards))
+        return refs
+
+    def collect_training(self, refs: list[ray.ObjectRef]) -> dict[str, float]:
+        """Wait for the actor ranks; rank 0's metrics (already averaged over ranks)."""
         metrics = ray.get(refs)[0]
         if self.cfg.actor.enable_offload:
             ray.get(self.actor.call("offload"))
         return metrics
 
+    def actor_training(self, keys: list[tuple[str, Stream]]) -> dict[str, float]:
+        """Train on ``keys``' rollouts and wait for it."""
+        return self.collect_training(self.launch_training(keys))
+
     def step(self) -> dict[str, float]:
-        """One training step; returns its metrics (``env/*``, ``rollout/*``, ``train/*``, ``time/*`` tags, as metrics.jsonl and TensorBoard get them)."""
+        """One training step; returns its metrics (``env/*``, ``rollout/*``, ``train/*``, ``time/*`` tags, as metrics.jsonl and TensorBoard get them).
+
+        With ``rollout.overlap_training`` the next step's rollouts are generated (with the weights of before
+        this update) while the actor trains, except before a checkpoint or the last step, so a resumed run
+        repeats an uninterrupted one; ``rollout/policy_lag`` is 1 for a batch generated that way."""
         wall0 = time.time()
         t0 = time.perf_counter()
-        self.sync_weights()
-        t1 = time.perf_counter()
-        keys = self.generate_rollouts()
+        lag = 0.0
+        if self.pending is None:
+            self.sync_weights()
+            t1 = time.perf_counter()
+            keys = self.generate_rollouts()
+        else:
+            keys, self.pending, lag = self.pending, None, 1.0
+            t1 = time.perf_counter()
         t2 = time.perf_counter()
-        train_metrics = self.actor_training(keys)
+        refs = self.launch_training(keys)
+        rcfg, this_step = self.cfg.runner, self.global_step + 1
+        saving = rcfg.save_interval > 0 and (
+            this_step % rcfg.save_interval == 0 or this_step == rcfg.max_steps
+        )
+        overlapped = 0.0
+        if self.cfg.rollout.overlap_training and not saving and this_step < rcfg.max_steps:
+            self.pending = self.generate_rollouts()
+            overlapped = time.perf_counter() - t2
+        train_metrics = self.collect_training(refs)
         t3 = time.perf_counter()
+        if self.pending is not None:  # the next batch is generated: the update reaches the one after
+            self.sync_weights()
+        train_metrics["rollout/policy_lag"] = lag
+        if self.cfg.rollout.overlap_training:
+            train_metrics["time/overlapped_generation"] = overlapped
         env_stats = ray.get(self.env.call("pop_stats"))
-        rollout_stats = ray.get(self.rollout.call("clear"))
+        rollout_stats = ray.get(self.rollout.call("clear", keys[0][0].split("/")[0] + "/"))
         metrics = {f"env/{k}": v for k, v in merge_stats(env_stats).items()}
         rewards = [s["rewards"] for s in rollout_stats if "rewards" in s]
         if rewards:
@@ -194,9 +232,9 @@ class EmbodiedRunner:
         metrics.update(
             {
                 "time/sync_weights": t1 - t0,
-                "time/generate_rollouts": t2 - t1,
+                "time/generate_rollouts": (t2 - t1) + overlapped,
                 "time/cal_adv_and_returns": t_adv,
-                "time/actor_training": t3 - t2 - t_adv,
+                "time/actor_training": t3 - t2 - t_adv - overlapped,
                 "time/step": time.perf_counter() - t0,
             }
         )

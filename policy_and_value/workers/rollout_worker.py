@@ -148,14 +148,17 @@ class RolloutWorker(Worker):
         """Columns ``start:end`` of a finished stream, for one actor rank."""
         return shard_columns(self.shards[key], start, end)
 
-    def clear(self) -> dict[str, float]:
-        """Drop finished shards; returns reward statistics."""
-        rewards = [s["rewards"] for s in self.shards.values()]
+    def clear(self, prefix: str = "") -> dict[str, float]:
+        """Drop the finished shards whose key starts with ``prefix`` (one step's, when the next step's are
+        already being generated); returns their reward statistics."""
+        done = [k for k in self.shards if k.startswith(prefix)]
+        rewards = [self.shards[k]["rewards"] for k in done]
         stats: dict[str, float] = {}
         if rewards:
             r = torch.cat([x.reshape(-1) for x in rewards])
             stats["rewards"] = float(r.mean())
-        self.shards = {}
+        for k in done:
+            del self.shards[k]
         return stats
 
 

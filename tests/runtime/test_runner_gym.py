@@ -56,6 +56,20 @@ def test_resume_reproduces_uninterrupted_run(tmp_path):
         assert key in full[1], key
 
 
+def test_overlap_trains_one_step_off_policy_and_resumes_exactly(tmp_path):
+    """rollout.overlap_training: step 2's batch is generated during step 1's update (lag 1); none is
+    generated during a step that saves a checkpoint (step 2) or the last, so resuming repeats the full run."""
+    overlap = ["cluster=separate", "rollout.overlap_training=true", "runner.max_steps=4"]
+    full = _run(tmp_path, "full", [*overlap, "runner.save_interval=2"])
+    assert [r["rollout/policy_lag"] for r in full] == [0.0, 1.0, 0.0, 1.0]
+    assert full[0]["time/overlapped_generation"] > 0 and full[1]["time/overlapped_generation"] == 0
+    ckpt = tmp_path / "full" / "checkpoints" / "global_step_2"
+    resumed = _run(tmp_path, "resumed", [*overlap, "runner.save_interval=-1", f"runner.resume_dir={ckpt}"])
+    assert [r["step"] for r in resumed] == [3, 4]
+    for a, b in zip(full[2:], resumed, strict=True):
+        assert _comparable(a) == _comparable(b)
+
+
 @pytest.mark.parametrize(
     "placement",
     [
