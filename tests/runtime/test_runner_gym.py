@@ -83,8 +83,9 @@ def test_overlap_trains_one_step_off_policy_and_resumes_exactly(tmp_path):
             "cluster.component_placement.actor='0-1:0-3'",
             "actor.micro_batch_size=8",
         ],
+        ["cluster=separate", "rollout.pipeline_stage_num=2"],  # two half-batches: one steps while one infers
     ],
-    ids=["shared", "partial", "separate", "packed"],
+    ids=["shared", "partial", "separate", "packed", "pipelined"],
 )
 def test_placements_run(tmp_path, placement):
     rows = _run(tmp_path, "p", ["runner.max_steps=1", *placement])
