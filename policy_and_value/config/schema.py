@@ -119,7 +119,7 @@ class VideoConfig(Strict):
     video_base_dir: str | None = None  # default: <log_dir>/videos/<split>
     fps: int = Field(10, ge=1)
     info_overlay: bool = True
-    max_envs: int = Field(4, ge=1)  # record at most this many envs
+    max_envs: int = Field(4, ge=1)  # record at most this many envs (eval: one episode each per evaluation)
 
 
 class EnvConfig(Strict):

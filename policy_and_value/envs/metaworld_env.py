@@ -196,7 +196,7 @@ class MetaWorldEnv(BatchedEnv):
         terminated = np.zeros(n, dtype=bool)
         truncated = np.zeros(n, dtype=bool)
         ended = self._dead.copy()
-        recorded = self.video.env_ids if self.video is not None else ()
+        recorded = self.video.recording if self.video is not None else ()
         for c in range(C):
             for i in np.nonzero(~ended)[0]:
                 obs, r, _, _, info = self.envs[i].step(acts[i, c])

@@ -38,7 +38,7 @@ def make_policy(
     (``rollout.model_dir``) holds initial weights: a pi0 policy directory, or a ``.pt`` state dict
     (or a directory with ``model_state_dict.pt``) for the small actor-critics."""
     name = model_cfg.policy_type
-    _register_builtin(name)
+    import_policy(name)
     if name not in _REGISTRY:
         raise ValueError(
             f"model.policy_type={name!r}: allowed values: {', '.join(sorted({*BUILTIN, *_REGISTRY}))}"
@@ -73,8 +73,9 @@ BUILTIN: dict[str, tuple[str, str]] = {  # policy_type -> (module, factory)
 }
 
 
-def _register_builtin(name: str) -> None:
-    """Register built-in policy ``name`` (importing its module) unless something registered it already."""
+def import_policy(name: str) -> None:
+    """Register built-in policy ``name`` (importing its module) unless something registered it already.
+    Workers call it at start-up before they wait for the env spec, so the slow imports overlap env set-up."""
     if name in BUILTIN and name not in _REGISTRY:
         import importlib
 

@@ -23,7 +23,7 @@ from policy_and_value.runner.failure import record_failure
 from policy_and_value.runner.metric_logger import MetricLogger
 from policy_and_value.runtime.cluster import Cluster
 from policy_and_value.runtime.placement import parse_placement
-from policy_and_value.runtime.worker_group import WorkerGroup
+from policy_and_value.runtime.worker_group import Pending, WorkerGroup
 from policy_and_value.workers.base import get_rng_state, seed_everything, set_rng_state
 from policy_and_value.workers.env_worker import merge_stats, prediction_video_dir
 
@@ -76,11 +76,16 @@ class EmbodiedRunner:
         self.placement = placement
         self.env = WorkerGroup(EnvWorker, "env", placement, self.cluster, cfg=cfg, log_dir=self.log_dir)
         self.groups.append(self.env)
-        self.spec = ray.get(self.env.workers[0].spec.remote())
-        self.rollout = WorkerGroup(RolloutWorker, "rollout", placement, self.cluster, cfg=cfg, spec=self.spec)
-        self.groups.append(self.rollout)
-        self.actor = WorkerGroup(ActorWorker, "actor", placement, self.cluster, cfg=cfg, spec=self.spec)
-        self.groups.append(self.actor)
+        # Start-up overlaps: the model workers import while the env worker builds its envs (they wait for
+        # its spec only to build the policy), and the eval envs are built while the models load.
+        spec = self.env.workers[0].spec.remote()
+        if cfg.env.eval is not None and cfg.runner.val_check_interval > 0:
+            self.env.call("prepare_eval")
+        pending = Pending(spec)
+        self.rollout = WorkerGroup(RolloutWorker, "rollout", placement, self.cluster, cfg=cfg, spec=pending)
+        self.actor = WorkerGroup(ActorWorker, "actor", placement, self.cluster, cfg=cfg, spec=pending)
+        self.groups += [self.rollout, self.actor]
+        self.spec = ray.get(spec)
         host, port = ray.get(self.actor.workers[0].master_address.remote())
         ray.get(self.actor.call("init_process_group", host, port))
         self.write_placement()

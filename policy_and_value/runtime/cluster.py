@@ -47,6 +47,9 @@ class Cluster:
         # the user as one line (runner/failure.py) with the traceback in <log_dir>/error.log; errors of
         # calls the runner never waited for, because another one failed first, are not printed either
         os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
+        # a local cluster's workers inherit this process's environment (a runtime_env would carry it too,
+        # at a second more per worker start)
+        os.environ.setdefault("MUJOCO_GL", "egl")
         if not ray.is_initialized():
             if os.environ.get("RAY_ADDRESS"):
                 ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False)
@@ -58,7 +61,6 @@ class Cluster:
                     include_dashboard=False,
                     log_to_driver=False,
                     logging_level=logging.WARNING,
-                    runtime_env={"env_vars": {"MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}},
                 )
             started = True
         nodes = wait_for_nodes(cfg.num_nodes, cfg.node_timeout_s if os.environ.get("RAY_ADDRESS") else 0.0)

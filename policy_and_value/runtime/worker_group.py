@@ -11,6 +11,17 @@ from policy_and_value.runtime.cluster import Cluster
 from policy_and_value.runtime.placement import Placement, ProcessSlot
 
 
+class Pending:
+    """A result another worker is still computing, handed to a worker's constructor unresolved (Ray resolves
+    only top-level ``ObjectRef`` arguments), so the constructor can import and prepare before it waits."""
+
+    def __init__(self, ref: ray.ObjectRef):
+        self.ref = ref
+
+    def get(self) -> Any:
+        return ray.get(self.ref)
+
+
 class WorkerGroup:
     """Ranks of one component (env, rollout or actor) as Ray actors placed by the placement grammar.
 

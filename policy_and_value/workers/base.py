@@ -77,9 +77,14 @@ class Worker:
 
     def build_policy(self, cfg: Any, spec: Any) -> Any:
         """The job's policy with the same initial weights in every worker (seeded by ``runner.seed``);
-        afterwards this worker's own random stream continues from its own seed."""
-        from policy_and_value.models.registry import make_policy
+        afterwards this worker's own random stream continues from its own seed. A ``Pending`` spec is
+        waited for after the policy's modules are imported (they take seconds; the env builds meanwhile)."""
+        from policy_and_value.models.registry import import_policy, make_policy
+        from policy_and_value.runtime.worker_group import Pending
 
+        import_policy(cfg.model.policy_type)
+        if isinstance(spec, Pending):
+            spec = spec.get()
         torch.manual_seed(cfg.runner.seed)
         policy = make_policy(
             cfg.model,

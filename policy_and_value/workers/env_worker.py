@@ -194,28 +194,35 @@ class EnvWorker(Worker):
         return self.stats.pop()
 
     # ------------------------------------------------------------------ evaluation
+    def prepare_eval(self) -> None:
+        """Build the eval envs (once); the runner asks for it at start-up, while the models load."""
+        if self.eval_envs is not None:
+            return
+        ecfg: EnvConfig = _with_output_paths(self.cfg.env.eval, self.log_dir, "eval")
+        n = ecfg.num_envs // self.world_size // self.stage_num
+        video_dir = ecfg.video_cfg.video_base_dir or os.path.join(self.log_dir, "videos", "eval")
+        self.eval_envs = [
+            self._make_env(
+                ecfg,
+                n,
+                seed=10_000_000 + self.cfg.runner.seed * 1000 + self.rank * self.stage_num + s,
+                rank=self.rank * self.stage_num + s,
+                video_dir=video_dir if (ecfg.video_cfg.save_video and self.rank == 0 and s == 0) else None,
+            )
+            for s in range(self.stage_num)
+        ]
+
     def eval_reset(self, round_idx: int = 0) -> list[EnvOutput] | EnvOutput:
         """Reset the eval envs (created on first use) for round ``round_idx`` of episodes.
 
         Initial states depend only on the seed, the rank and the round, so every evaluation plays the
-        same episodes (comparable across steps, and identical after a resume).
+        same episodes (comparable across steps, and identical after a resume). Videos record the first
+        round only: one episode per recorded env per evaluation (rendering them is most of its cost).
         """
-        ecfg: EnvConfig = _with_output_paths(self.cfg.env.eval, self.log_dir, "eval")
-        if self.eval_envs is None:
-            n = ecfg.num_envs // self.world_size // self.stage_num
-            video_dir = ecfg.video_cfg.video_base_dir or os.path.join(self.log_dir, "videos", "eval")
-            self.eval_envs = [
-                self._make_env(
-                    ecfg,
-                    n,
-                    seed=10_000_000 + self.cfg.runner.seed * 1000 + self.rank * self.stage_num + s,
-                    rank=self.rank * self.stage_num + s,
-                    video_dir=video_dir
-                    if (ecfg.video_cfg.save_video and self.rank == 0 and s == 0)
-                    else None,
-                )
-                for s in range(self.stage_num)
-            ]
+        self.prepare_eval()
+        for env in self.eval_envs:
+            if getattr(env, "video", None) is not None:
+                env.video.enabled = round_idx == 0
         self.eval_alive = []
         self.eval_obs = []
         self.eval_stats = EpisodeStats()

@@ -136,6 +136,26 @@ def test_videos_are_written_per_episode(tmp_path):
     assert np.asarray(frames[0]).shape[1] >= 128
 
 
+def test_episodes_started_while_the_video_is_disabled_are_neither_recorded_nor_rendered(tmp_path):
+    """Evaluation records its first round only (the env worker disables the writer for later rounds)."""
+    env = make_env(
+        _cfg(video_cfg=VideoConfig(save_video=True, max_envs=1)), 2, seed=0, video_dir=str(tmp_path)
+    )
+    try:
+        env.video.enabled = False
+        env.reset()
+        renders = []
+        env._render = lambda ids, render=env._render: renders.append(len(ids)) or render(ids)
+        chunks = _acts(2, steps=3)
+        for a in chunks:
+            env.chunk_step(a)
+        env.video.close()
+    finally:
+        env.close()
+    assert not list(tmp_path.glob("*.mp4"))
+    assert len(renders) >= len(chunks) and set(renders) == {2}  # observations of both envs, no video frames
+
+
 def test_tasks_go_round_robin_over_groups():
     assert assign_tasks(6, 3).tolist() == [0, 1, 2, 0, 1, 2]
     assert assign_tasks(6, 3, group_size=2).tolist() == [0, 0, 1, 1, 2, 2]
