@@ -16,7 +16,9 @@ def main(argv: list[str] | None = None) -> int:
     from policy_and_value.config import ConfigError, available_configs, load_config
 
     args = list(sys.argv[1:] if argv is None else argv)
-    validate_only = "--validate-only" in args  # check the config and stop (scripts use it before starting Ray)
+    validate_only = (
+        "--validate-only" in args
+    )  # check the config and stop (scripts use it before starting Ray)
     args = [a for a in args if a != "--validate-only"]
     if not args or args[0] in ("-h", "--help", "help"):
         print(USAGE)
@@ -30,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 2
+    from policy_and_value.config.memory import is_published_size, memory_report
+
+    if is_published_size(cfg):  # published-size presets: what each process will hold, before anything starts
+        print(memory_report(cfg), flush=True)
     if validate_only:
         return 0
     from policy_and_value.runner import run_job

@@ -49,6 +49,12 @@ def compose_config(config_name: str, overrides: list[str], config_dir: str | Pat
         with initialize_config_dir(config_dir=str(root), version_base=None):
             cfg = compose(config_name=config_name, overrides=overrides)
         _replace_mappings(cfg, overrides)
+        missing = sorted(OmegaConf.missing_keys(cfg))
+        if missing:
+            raise ConfigError(
+                f"config error: {missing[0]}=???: CONFIG={config_name!r} needs it set "
+                f"(e.g. {missing[0]}=PATH; also unset: {', '.join(missing[1:]) or 'nothing else'})"
+            )
         return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(f"config error: overrides {overrides}: {' '.join(str(err).split())}") from None
