@@ -218,6 +218,9 @@ class RolloutConfig(Strict):
     # generate step t+1's rollouts while the actor trains on step t's (one step off-policy: the PPO ratio
     # and IL use the behaviour log-probs recorded at rollout); needs rollout and actor on separate devices
     overlap_training: bool = False
+    # actor rank 0 -> rollout ranks: "collective" broadcasts over a gloo group of their own (multi-GB models
+    # never pass through Ray's object store); "object_store" hands a state dict through Ray
+    weight_sync: Literal["collective", "object_store"] = "collective"
     rollout_ema_decay: float = Field(0.0, ge=0.0, lt=1.0)
     enable_offload: bool = False
     model_dir: str | None = None  # initial policy weights

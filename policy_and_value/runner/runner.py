@@ -88,6 +88,13 @@ class EmbodiedRunner:
         self.spec = ray.get(spec)
         host, port = ray.get(self.actor.workers[0].master_address.remote())
         ray.get(self.actor.call("init_process_group", host, port))
+        if cfg.rollout.weight_sync == "collective":
+            host, port = ray.get(self.actor.workers[0].master_address.remote())
+            size = 1 + self.rollout.world_size
+            ray.get([
+                self.actor.workers[0].init_weight_sync.remote(host, port, 0, size),
+                *self.rollout.call_each("init_weight_sync", [(host, port, 1 + r, size) for r in range(size - 1)]),
+            ])  # fmt: skip
         self.write_placement()
 
         S = cfg.rollout.pipeline_stage_num
@@ -111,8 +118,14 @@ class EmbodiedRunner:
     # ------------------------------------------------------------------ one training step
     def sync_weights(self) -> None:
         """Actor rank 0 -> every rollout rank, blended with ``rollout_ema_decay``."""
+        decay = self.cfg.rollout.rollout_ema_decay
+        if self.cfg.rollout.weight_sync == "collective":
+            ray.get(
+                [self.actor.workers[0].send_weights.remote(), *self.rollout.call("receive_weights", decay)]
+            )
+            return
         weights = self.actor.workers[0].get_weights.remote()
-        ray.get(self.rollout.call("set_weights", weights, self.cfg.rollout.rollout_ema_decay))
+        ray.get(self.rollout.call("set_weights", weights, decay))
 
     def generate_rollouts(self) -> list[tuple[str, Stream]]:
         """Run ``rollout_epoch`` x ``n_chunk_steps`` chunks on every stream; returns the recorded keys

@@ -130,6 +130,10 @@ class ActorWorker(Worker):
         """CPU copy of the policy state (parameters and buffers) for the rollout workers."""
         return {k: v.detach().cpu().clone() for k, v in self.policy.state_dict().items()}
 
+    def send_weights(self) -> None:
+        """Broadcast the policy state to the rollout ranks over the weight-sync group (rank 0 only)."""
+        self.weight_channel.send(list(self.policy.state_dict().values()))
+
     def offload(self) -> None:
         """Move model and optimiser state to CPU between updates (``actor.enable_offload``)."""
         self.policy.to("cpu")

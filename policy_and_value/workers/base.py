@@ -96,6 +96,13 @@ class Worker:
         torch.manual_seed(cfg.runner.seed + COMPONENT_SEED_OFFSET.get(self.component, 0) + self.rank)
         return policy
 
+    def init_weight_sync(self, host: str, port: int, rank: int, world_size: int) -> None:
+        """Join the weight-sync group (actor rank 0 is its rank 0, rollout ranks follow): see
+        ``runtime/weight_sync.py``."""
+        from policy_and_value.runtime.weight_sync import WeightChannel
+
+        self.weight_channel = WeightChannel(host, port, rank, world_size)
+
     def ping(self) -> int:
         """Round-trip check used at start-up."""
         return self.rank

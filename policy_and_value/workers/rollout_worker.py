@@ -13,6 +13,7 @@ from safetensors.torch import load_file, save_file
 
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.envs.base import EnvSpec
+from policy_and_value.runtime.weight_sync import layout_of
 from policy_and_value.workers.base import Worker
 from policy_and_value.workers.env_worker import EnvOutput
 from policy_and_value.workers.trajectory import obs_index, obs_stack, shard_columns
@@ -63,6 +64,12 @@ class RolloutWorker(Worker):
             else:
                 target.copy_(v)
         self.synced = True
+
+    def receive_weights(self, ema_decay: float) -> None:
+        """``set_weights`` with the state actor rank 0 broadcasts over the weight-sync group."""
+        own = self.policy.state_dict()
+        received = self.weight_channel.receive(layout_of(list(own.values())))
+        self.set_weights(dict(zip(own, received, strict=True)), ema_decay)
 
     def save_weights(self, path: str) -> None:
         """Write the rollout (EMA) weights as safetensors."""
