@@ -1,11 +1,12 @@
 """Rollout throughput with ``pipeline_stage_num`` 1 and 2, env and rollout on separate CPU slots.
 
-For each setting it runs a few training steps of the Meta-World PPO job (after one warm-up step) and
+For each setting it runs a few training steps of a job (``--config``: the Meta-World PPO job by default;
+``ppo_pi0_metaworld`` for the pi0 policy) after one warm-up step, and
 prints env steps/s during ``generate_rollouts`` and the share of step time that is env compute, model
 compute (rollout + actor) and neither (transfers, weight sync, waiting), measured from the compute
 intervals every worker records, in the same run.
 
-    .venv/bin/python benchmarks/pipeline.py [--steps 4] [--num-envs 8] [key=value ...]
+    .venv/bin/python benchmarks/pipeline.py [--config ppo_metaworld] [--steps 4] [--num-envs 8] [key=value ...]
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from policy_and_value.runner import EmbodiedRunner
 PLACEMENT = ["cluster=separate"]
 
 
-def measure(stages: int, steps: int, num_envs: int, extra: list[str]) -> dict[str, float]:
+def measure(config: str, stages: int, steps: int, num_envs: int, extra: list[str]) -> dict[str, float]:
     """Mean metrics over ``steps`` training steps after a warm-up step."""
     cfg = load_config(
-        "ppo_metaworld",
+        config,
         [
             f"rollout.pipeline_stage_num={stages}",
             f"env.train.num_envs={num_envs}",
@@ -54,11 +55,12 @@ def measure(stages: int, steps: int, num_envs: int, extra: list[str]) -> dict[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="ppo_metaworld")
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
-    results = {s: measure(s, args.steps, args.num_envs, args.overrides) for s in (1, 2)}
+    results = {s: measure(args.config, s, args.steps, args.num_envs, args.overrides) for s in (1, 2)}
     print(
         "\n| pipeline_stage_num | env steps/s (rollout) | generate_rollouts s | step s | env compute | model compute | outside compute |"
     )
@@ -69,6 +71,8 @@ def main() -> None:
             f"{m['time/env_compute_share']:.0%} | {m['time/model_compute_share']:.0%} | "
             f"{m['time/outside_compute_share']:.0%} |"
         )
+    ratio = results[2]["env_steps_per_s"] / results[1]["env_steps_per_s"]
+    print(f"\n{args.config}: rollout throughput with 2 stages / 1 stage = {ratio:.2f}x")
 
 
 if __name__ == "__main__":
