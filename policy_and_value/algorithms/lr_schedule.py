@@ -40,8 +40,10 @@ def build_scheduler(
     return torch.optim.lr_scheduler.LambdaLR(optimizer, fn)
 
 
-def build_optimizer(policy: nn.Module, cfg: OptimConfig) -> torch.optim.AdamW:
-    """AdamW with the value head (parameters named ``*value_head*``) in its own group at ``value_lr``."""
+def build_optimizer(policy: nn.Module, cfg: OptimConfig, shard: bool = False) -> torch.optim.Optimizer:
+    """AdamW with the value head (parameters named ``*value_head*``) in its own group at ``value_lr``.
+    ``shard``: torch's ``ZeroRedundancyOptimizer`` around it, so each rank of the (already initialised)
+    process group keeps the AdamW state of its share of the parameters only."""
     value, rest = [], []
     for name, p in policy.named_parameters():
         if p.requires_grad:
@@ -49,6 +51,9 @@ def build_optimizer(policy: nn.Module, cfg: OptimConfig) -> torch.optim.AdamW:
     groups = [{"params": rest, "lr": cfg.lr}]
     if value:
         groups.append({"params": value, "lr": cfg.value_lr or cfg.lr})
-    return torch.optim.AdamW(
-        groups, lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps, weight_decay=cfg.weight_decay
-    )
+    kwargs = {"lr": cfg.lr, "betas": cfg.adam_betas, "eps": cfg.adam_eps, "weight_decay": cfg.weight_decay}
+    if shard:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        return ZeroRedundancyOptimizer(groups, optimizer_class=torch.optim.AdamW, **kwargs)
+    return torch.optim.AdamW(groups, **kwargs)

@@ -3,6 +3,8 @@ training mode (RL or IL) or one advantage type (GAE or GRPO) used with another."
 
 from __future__ import annotations
 
+import os
+
 from policy_and_value.config.errors import config_error
 from policy_and_value.config.schema import JobConfig
 
@@ -22,6 +24,25 @@ def check_batches(cfg: JobConfig, ranks: dict[str, int]) -> None:
             f"must divide the {samples} samples per step (env.train.num_envs x algorithm.n_chunk_steps x "
             "algorithm.rollout_epoch)",
         )  # fmt: skip
+    if actor.shard_optimizer and ranks["actor"] < 2:
+        raise config_error(
+            "actor.shard_optimizer", True,
+            f"splits the optimiser state over actor ranks; the placement gives {ranks['actor']} (place the "
+            "actor on 2 or more devices, e.g. cluster.component_placement.actor=0-1)",
+        )  # fmt: skip
+    resume = cfg.runner.resume_dir
+    if resume is not None and os.path.isdir(os.path.join(resume, "actor")):
+        from policy_and_value.runner.checkpoint import optimizer_shards
+
+        saved, _ = optimizer_shards(os.path.join(resume, "actor"))
+        wanted = ranks["actor"] if actor.shard_optimizer else 0
+        if saved != wanted:
+            said = f"sharded over {saved} actor ranks" if saved else "not sharded"
+            raise config_error(
+                "actor.shard_optimizer", actor.shard_optimizer,
+                f"runner.resume_dir={resume} holds an optimiser {said}; resume with the same "
+                "actor.shard_optimizer and number of actor ranks",
+            )  # fmt: skip
     columns = cfg.env.train.num_envs * algo.rollout_epoch
     if columns % ranks["actor"]:
         raise config_error(

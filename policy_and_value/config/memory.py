@@ -3,7 +3,7 @@
 The models are built on PyTorch's ``meta`` device (shapes only, no memory, no weights read), so the numbers
 come from the real modules of the job's config: parameters in their dtype; the actor adds a gradient and
 AdamW's two moments (kept in the parameter's dtype) for every trainable parameter, on every actor rank
-(gradients are all-reduced with DDP: nothing is sharded). Activations are not included: they depend on
+(gradients are all-reduced with DDP), the moments split over the actor ranks with ``actor.shard_optimizer``. Activations are not included: they depend on
 the micro batch, image size and gradient checkpointing (the results page has measured peaks).
 """
 
@@ -60,11 +60,14 @@ def estimate_memory(cfg: JobConfig) -> list[ProcessMemory]:
     trainable = sum(p.numel() * p.element_size() for p in params if p.requires_grad) / GIB
     n = sum(p.numel() for p in params) / 1e6
     n_train = sum(p.numel() for p in params if p.requires_grad) / 1e6
+    shards = _actor_ranks(cfg) if cfg.actor.shard_optimizer else 1
+    moments = 2 * trainable / shards
+    sharded = f" (moments split over {shards} ranks)" if shards > 1 else ""
     out = [
         ProcessMemory(
-            "actor", weights + 3 * trainable,
+            "actor", weights + trainable + moments,
             f"{n:,.0f}M parameters {weights:.1f} GiB + gradients and AdamW moments of {n_train:,.0f}M trainable "
-            f"{3 * trainable:.1f} GiB",
+            f"{trainable + moments:.1f} GiB{sharded}",
         ),
         ProcessMemory("rollout", weights, f"{n:,.0f}M parameters {weights:.1f} GiB"),
     ]  # fmt: skip
@@ -72,6 +75,14 @@ def estimate_memory(cfg: JobConfig) -> list[ProcessMemory]:
     if world_model is not None:
         out.append(ProcessMemory("env", world_model[0], world_model[1]))
     return out
+
+
+def _actor_ranks(cfg: JobConfig) -> int:
+    from policy_and_value.runtime.placement import parse_placement
+
+    cluster = cfg.cluster
+    placement = parse_placement(cluster.component_placement, cluster.num_nodes, cluster.num_devices_per_node)
+    return placement.world_size("actor")
 
 
 def _world_model_gib(cfg: JobConfig) -> tuple[float, str] | None:

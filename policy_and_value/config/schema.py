@@ -243,6 +243,9 @@ class ActorConfig(Strict):
     micro_batch_size: int = Field(32, ge=1)  # samples per forward/backward on one rank
     global_batch_size: int = Field(128, ge=1)  # samples per optimizer step over all ranks
     enable_offload: bool = False
+    # each actor rank keeps AdamW's state for its share of the parameters only (torch's
+    # ZeroRedundancyOptimizer); needs at least two actor ranks; checkpoints then hold one file per rank
+    shard_optimizer: bool = False
     optim: OptimConfig = Field(default_factory=OptimConfig)
     backend: Literal["auto", "gloo", "nccl"] = "auto"
 

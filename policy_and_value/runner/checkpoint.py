@@ -19,6 +19,21 @@ RUNNER_STATE = "runner_state.pt"
 ROLLOUT_WEIGHTS = os.path.join("rollout", "model.safetensors")
 
 
+def optimizer_shard_file(actor_dir: str, rank: int, world_size: int) -> str:
+    """Where actor rank ``rank`` keeps its optimiser shard (``actor.shard_optimizer``)."""
+    return os.path.join(actor_dir, f"optimizer_shard_{rank}_of_{world_size}.pt")
+
+
+def optimizer_shards(actor_dir: str) -> tuple[int, list[str]]:
+    """(actor ranks the shards were saved by, the shard files present); (0, []) for an unsharded save."""
+    import re
+
+    names = sorted(n for n in os.listdir(actor_dir) if re.fullmatch(r"optimizer_shard_\d+_of_\d+\.pt", n))
+    if not names:
+        return 0, []
+    return int(names[0].rsplit("_of_", 1)[1][:-3]), [os.path.join(actor_dir, n) for n in names]
+
+
 class CheckpointError(ValueError):
     """A checkpoint file that is missing, truncated or unreadable; the message names the file."""
 
@@ -59,7 +74,15 @@ def verify_checkpoint(directory: str) -> None:
         raise CheckpointError(f"{state}: missing")
     if not zipfile.is_zipfile(state):
         raise CheckpointError(f"{state}: truncated or not a torch.save file")
-    verify_dcp_dir(os.path.join(directory, "actor"))
+    actor_dir = os.path.join(directory, "actor")
+    verify_dcp_dir(actor_dir)
+    ranks, _ = optimizer_shards(actor_dir) if os.path.isdir(actor_dir) else (0, [])
+    for rank in range(ranks):
+        shard = optimizer_shard_file(actor_dir, rank, ranks)
+        if not os.path.isfile(shard):
+            raise CheckpointError(f"{shard}: missing (the optimiser was sharded over {ranks} actor ranks)")
+        if not zipfile.is_zipfile(shard):
+            raise CheckpointError(f"{shard}: truncated or not a torch.save file")
     weights = os.path.join(directory, ROLLOUT_WEIGHTS)
     if not os.path.isfile(weights):
         raise CheckpointError(f"{weights}: missing")

@@ -16,7 +16,13 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch import nn
-from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_state_dict,
+    set_model_state_dict,
+    set_state_dict,
+)
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from policy_and_value.algorithms import (
@@ -35,6 +41,7 @@ from policy_and_value.config.schema import JobConfig
 from policy_and_value.envs.base import EnvSpec
 from policy_and_value.offline.anchor import OfflineAnchor
 from policy_and_value.offline.replay import ImitationReplay
+from policy_and_value.runner.checkpoint import optimizer_shard_file
 from policy_and_value.workers.base import Worker
 from policy_and_value.workers.trajectory import cat_shards, flatten_time, take
 
@@ -77,11 +84,10 @@ class ActorWorker(Worker):
         self.cfg = cfg
         algo = cfg.algorithm
         self.policy = self.build_policy(cfg, spec)  # identical initial weights on every rank and the rollout
-        self.optimizer = build_optimizer(self.policy, cfg.actor.optim)
-        samples = cfg.env.train.num_envs * algo.n_chunk_steps * algo.rollout_epoch
-        opt_steps_per_train_step = algo.update_epoch * max(1, samples // cfg.actor.global_batch_size)
-        total = cfg.actor.optim.total_training_steps or opt_steps_per_train_step * cfg.runner.max_steps
-        self.scheduler = build_scheduler(self.optimizer, cfg.actor.optim, total)
+        # a sharded optimiser is built once the process group exists (init_process_group)
+        self.shard_optimizer = cfg.actor.shard_optimizer and world_size > 1
+        if not self.shard_optimizer:
+            self._build_optimizer()
         self.shuffle_gen = torch.Generator().manual_seed(cfg.runner.seed + 777)
         self.offline: OfflineAnchor | None = None
         if algo.offline_data_coef > 0 and algo.offline_data_path is not None:
@@ -96,6 +102,19 @@ class ActorWorker(Worker):
         self.model: nn.Module = _Evaluate(self.policy)
         self.group_ready = False
         self.train_steps = 0  # training steps done (critic warm-up counts them)
+
+    def _build_optimizer(self) -> None:
+        cfg, algo = self.cfg, self.cfg.algorithm
+        self.optimizer = build_optimizer(self.policy, cfg.actor.optim, shard=self.shard_optimizer)
+        samples = cfg.env.train.num_envs * algo.n_chunk_steps * algo.rollout_epoch
+        opt_steps_per_train_step = algo.update_epoch * max(1, samples // cfg.actor.global_batch_size)
+        total = cfg.actor.optim.total_training_steps or opt_steps_per_train_step * cfg.runner.max_steps
+        self.scheduler = build_scheduler(self.optimizer, cfg.actor.optim, total)
+
+    @property
+    def local_optimizer(self) -> torch.optim.Optimizer:
+        """The optimiser holding this rank's state (a sharded one's AdamW over this rank's share)."""
+        return self.optimizer.optim if self.shard_optimizer else self.optimizer
 
     # ------------------------------------------------------------------ distributed set-up
     def master_address(self) -> tuple[str, int]:
@@ -123,6 +142,8 @@ class ActorWorker(Worker):
                 # pi0 leaves some weights out of a given loss (e.g. the prefix norm without value_after_vlm)
                 find_unused_parameters=getattr(self.policy, "ddp_find_unused_parameters", False),
             )
+        if self.shard_optimizer:
+            self._build_optimizer()
         self.group_ready = True
 
     # ------------------------------------------------------------------ weights
@@ -137,11 +158,11 @@ class ActorWorker(Worker):
     def offload(self) -> None:
         """Move model and optimiser state to CPU between updates (``actor.enable_offload``)."""
         self.policy.to("cpu")
-        _optimizer_to(self.optimizer, torch.device("cpu"))
+        _optimizer_to(self.local_optimizer, torch.device("cpu"))
 
     def onload(self) -> None:
         self.policy.to(self.device)
-        _optimizer_to(self.optimizer, self.device)
+        _optimizer_to(self.local_optimizer, self.device)
 
     # ------------------------------------------------------------------ training
     def train(self, *shards: dict[str, Any]) -> dict[str, float]:
@@ -390,12 +411,19 @@ class ActorWorker(Worker):
 
     # ------------------------------------------------------------------ checkpoint
     def _state(self) -> dict[str, Any]:
+        if self.shard_optimizer:  # the optimiser's shards go to one file per rank (optimizer_shard_file)
+            return {"model": get_model_state_dict(self.policy), "scheduler": self.scheduler.state_dict()}
         model_sd, optim_sd = get_state_dict(self.policy, self.optimizer)
         return {"model": model_sd, "optim": optim_sd, "scheduler": self.scheduler.state_dict()}
 
     def save_checkpoint(self, path: str) -> dict[str, Any]:
-        """All ranks write the DCP directory together; returns this rank's RNG and shuffle state."""
+        """All ranks write the DCP directory together (and, sharded, each its optimiser shard); returns
+        this rank's RNG and shuffle state."""
         dcp.save(self._state(), checkpoint_id=path)
+        if self.shard_optimizer:
+            torch.save(
+                self.local_optimizer.state_dict(), optimizer_shard_file(path, self.rank, self.world_size)
+            )
         return {
             "rng": self.get_rng_state(),
             "shuffle": self.shuffle_gen.get_state(),
@@ -408,6 +436,13 @@ class ActorWorker(Worker):
         """Restore model, optimiser and scheduler from DCP, and this rank's RNG state. Parameters no
         loss reached (e.g. pi0's last prefix layer) were saved without optimiser state and get none."""
         state = self._state()
+        if self.shard_optimizer:
+            dcp.load(state, checkpoint_id=path)
+            set_model_state_dict(self.policy, state["model"])
+            shard = torch.load(optimizer_shard_file(path, self.rank, self.world_size), weights_only=True)
+            self.local_optimizer.load_state_dict(shard)
+            self._restore_extra(state, extra)
+            return
         saved = dcp.FileSystemReader(path).read_metadata().state_dict_metadata
         state["optim"]["state"] = {
             fqn: s for fqn, s in state["optim"]["state"].items() if all(f"optim.state.{fqn}.{k}" in saved for k in s)
@@ -417,7 +452,14 @@ class ActorWorker(Worker):
             self.policy, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"],
             options=StateDictOptions(strict=False),  # dcp.load has already required every saved key
         )  # fmt: skip
+        self._restore_extra(state, extra)
+
+    def _restore_extra(self, state: dict[str, Any], extra: dict[str, Any]) -> None:
         self.scheduler.load_state_dict(state["scheduler"])
+        # a scheduler's state does not set the optimiser's current rates; a sharded optimiser's own groups
+        # were not saved, so they take them from the scheduler (unsharded: the same values again)
+        for group, lr in zip(self.optimizer.param_groups, self.scheduler.get_last_lr(), strict=True):
+            group["lr"] = lr
         self.set_rng_state(extra["rng"])
         self.shuffle_gen.set_state(extra["shuffle"])
         if self.offline is not None and extra.get("offline") is not None:

@@ -1,6 +1,6 @@
 """Config validation: all shipped configs load; bad configs fail before any work with one clear line.
 
-The 93 bad inputs of ``BAD`` each end the CLI (``python -m policy_and_value.train``, what
+The 95 bad inputs of ``BAD`` each end the CLI (``python -m policy_and_value.train``, what
 scripts/run_embodiment.sh runs) with exit code 2 and one line on stderr, before Ray starts.
 """
 
@@ -90,6 +90,16 @@ def checkpoint_missing_actor(tmp_path):
 
 BAD = [
     # (config, overrides, fragments the one-line message must contain)
+    (
+        "ppo_gym_cartpole",
+        ["actor.shard_optimizer=true"],
+        ["actor.shard_optimizer=True", "the placement gives 1"],
+    ),
+    (
+        "ppo_gym_cartpole",
+        ["rollout.weight_sync=nccl"],
+        ["rollout.weight_sync", "collective", "object_store"],
+    ),
     (
         "ppo_gym_cartpole",
         ["actor.micro_batch_size=0"],
@@ -513,3 +523,23 @@ def test_offline_data_covering_the_train_tasks_and_cameras_is_accepted():
     cfg = load_config("ppo_pi0_metaworld", overrides)
     assert cfg.algorithm.offline_data_coef == 0.5
     assert load_config("ppo_pi0_metaworld", []).algorithm.offline_data_coef == 0.0  # off by default
+
+
+def test_a_sharded_optimiser_checkpoint_needs_every_rank_file(complete_checkpoint):
+    import torch
+
+    from policy_and_value.runner.checkpoint import CheckpointError, verify_checkpoint
+
+    for rank in (0, 1):
+        torch.save(
+            {"state": {}, "param_groups": []},
+            complete_checkpoint / "actor" / f"optimizer_shard_{rank}_of_2.pt",
+        )
+    verify_checkpoint(str(complete_checkpoint))
+    (complete_checkpoint / "actor" / "optimizer_shard_1_of_2.pt").unlink()
+    with pytest.raises(
+        CheckpointError, match=r"optimizer_shard_1_of_2.pt: missing \(the optimiser was sharded over 2"
+    ):
+        verify_checkpoint(str(complete_checkpoint))
+    with pytest.raises(ConfigError, match=r"actor.shard_optimizer=False: .* sharded over 2 actor ranks"):
+        load_config("ppo_gym_cartpole", [f"runner.resume_dir={complete_checkpoint}"])

@@ -1,5 +1,5 @@
 """The Meta-World job with two data-parallel actor ranks, as a user runs it: train, eval videos, save,
-resume exactly, convert the checkpoint for deployment."""
+resume exactly (the optimiser state sharded over the two ranks), convert the checkpoint for deployment."""
 
 import json
 import subprocess
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from policy_and_value.config import load_config
+from policy_and_value.config import ConfigError, load_config
 from policy_and_value.envs.base import EnvSpec
 from policy_and_value.models import make_policy
 from policy_and_value.runner import run_job
@@ -35,14 +35,19 @@ SMALL = [
 ]
 
 
+def _spec() -> EnvSpec:
+    return EnvSpec(4, 4, 39, (1, 32, 32), ("reach-v3", "push-v3"), None, (-1.0,) * 4, (1.0,) * 4)
+
+
 def _run(tmp_path: Path, name: str, extra: list[str]) -> list[dict]:
     return run_and_read("ppo_metaworld_2actors", tmp_path, name, [*SMALL, *extra])
 
 
 def test_two_actor_ranks_train_save_resume_convert(tmp_path):
     full = _run(
-        tmp_path, "full", ["runner.max_steps=4", "runner.save_interval=2", "runner.val_check_interval=2"]
-    )
+        tmp_path, "full",
+        ["runner.max_steps=4", "runner.save_interval=2", "runner.val_check_interval=2", "actor.shard_optimizer=true"],
+    )  # fmt: skip
     assert [r["step"] for r in full] == [1, 2, 3, 4]
     for key in ("env/reach-v3/success_once", "env/push-v3/success_once", "eval/success_once", "train/actor/ratio",
                 "time/outside_compute_share", "train/critic/explained_variance", "rollout/advantages_min"):  # fmt: skip
@@ -62,12 +67,27 @@ def test_two_actor_ranks_train_save_resume_convert(tmp_path):
         "resumed",
         # weights through Ray's object store here, over the weight-sync group in the full run: same numbers
         ["runner.max_steps=4", "runner.val_check_interval=2", f"runner.resume_dir={ckpt}",
-         "rollout.weight_sync=object_store"],
+         "rollout.weight_sync=object_store", "actor.shard_optimizer=true"],
     )  # fmt: skip
     for a, b in zip(full[2:], resumed, strict=True):
         assert {k: v for k, v in a.items() if not k.startswith("time/")} == {
             k: v for k, v in b.items() if not k.startswith("time/")
         }
+
+    shards = [torch.load(ckpt / "actor" / f"optimizer_shard_{r}_of_2.pt", weights_only=True) for r in (0, 1)]
+    n_params = sum(
+        1
+        for p in make_policy(
+            load_config("ppo_metaworld_2actors", SMALL).model, _spec(), "chunk_level"
+        ).parameters()
+    )
+    assert (
+        all(s["state"] for s in shards) and sum(len(s["state"]) for s in shards) <= n_params
+    )  # each rank: its share
+    with pytest.raises(
+        ConfigError, match=r"actor.shard_optimizer=False: .* holds an optimiser sharded over 2 actor ranks"
+    ):
+        load_config("ppo_metaworld_2actors", [*SMALL, f"runner.resume_dir={ckpt}"])
 
     out = tmp_path / "export"
     proc = subprocess.run(
@@ -77,8 +97,7 @@ def test_two_actor_ranks_train_save_resume_convert(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     cfg = load_config("ppo_metaworld_2actors", SMALL)
-    spec = EnvSpec(4, 4, 39, (1, 32, 32), ("reach-v3", "push-v3"), None, (-1.0,) * 4, (1.0,) * 4)
-    policy = make_policy(cfg.model, spec, cfg.algorithm.logprob_type)
+    policy = make_policy(cfg.model, _spec(), cfg.algorithm.logprob_type)
     policy.load_state_dict(torch.load(out / "model_state_dict.pt", weights_only=True))
 
 
