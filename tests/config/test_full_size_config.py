@@ -39,10 +39,11 @@ def test_full_size_config_validates_and_prints_the_memory_estimate(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "actor       25.0 GiB  (3,354M parameters 6.2 GiB" in out  # bf16 weights + grads + AdamW moments
+    # bf16 weights + gradients + AdamW moments split over the two actor ranks (25.0 GiB unsharded)
+    assert "actor       18.7 GiB  (3,354M parameters 6.2 GiB" in out and "moments split over 2 ranks" in out
     assert "rollout      6.2 GiB" in out
     assert "dynamics model 2,359M parameters in bfloat16 4.4 GiB" in out  # measured on an H100: 4.4 GiB
-    assert "device 0: 35.6 GiB (env + rollout + actor)" in out
+    assert "device 0: 29.4 GiB (env + rollout + actor)" in out
 
 
 def test_full_size_config_names_the_path_to_set():
