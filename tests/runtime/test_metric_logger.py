@@ -4,6 +4,7 @@ directory with the logged values, and nothing is sent over the network."""
 from __future__ import annotations
 
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -29,11 +30,22 @@ def _log_two_steps(log_dir: Path, backend: str) -> None:
     logger.close()
 
 
+def _bytes_once_flushed(path: Path, needle: bytes, wait_s: float = 60.0) -> bytes:
+    """The file's bytes once ``needle`` is in them: wandb's own service process writes the run file and,
+    on a loaded machine, may still be flushing it when ``finish()`` returns (seen once in CI)."""
+    deadline = time.monotonic() + wait_s
+    data = path.read_bytes()
+    while needle not in data and time.monotonic() < deadline:
+        time.sleep(0.5)
+        data = path.read_bytes()
+    return data
+
+
 def test_wandb_offline_run_holds_the_logged_values(quiet_home):
     _log_two_steps(quiet_home / "run", "wandb")
     runs = list((quiet_home / "run" / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(runs) == 1, runs
-    data = runs[0].read_bytes()
+    data = _bytes_once_flushed(runs[0], b"2.25")
     assert b"train/loss" in data and b"2.25" in data  # wandb keeps values as JSON text
 
 
