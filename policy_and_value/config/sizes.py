@@ -19,6 +19,10 @@ def env_sizes(env: EnvConfig) -> tuple[int, int] | None:
     state_dim = FULL_STATE_DIM if env.state_type == "full" else PROPRIO_DIM
     if env.env_type == "metaworld":
         return METAWORLD_ACTION_DIM, state_dim
+    if env.env_type == "libero":
+        from policy_and_value.envs.libero_tasks import ACTION_DIM, STATE_DIM
+
+        return ACTION_DIM, STATE_DIM
     if env.env_type == "world_model" and env.dynamics_model_config is not None:
         with open(os.path.join(env.dynamics_model_config, "config.json")) as f:
             return int(json.load(f)["action_dim"]), state_dim

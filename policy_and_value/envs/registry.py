@@ -7,7 +7,7 @@ import os
 from policy_and_value.config.schema import EnvConfig
 from policy_and_value.envs.base import BatchedEnv
 
-ENV_TYPES = ("metaworld", "gym", "world_model")
+ENV_TYPES = ("metaworld", "gym", "world_model", "libero")
 
 
 def make_env(
@@ -23,6 +23,11 @@ def make_env(
         from policy_and_value.envs.metaworld_env import MetaWorldEnv
 
         return MetaWorldEnv(cfg, num_envs, seed, rank=rank, video_dir=video_dir)
+    if cfg.env_type == "libero":
+        os.environ.setdefault("MUJOCO_GL", "egl")
+        from policy_and_value.envs.libero_env import LiberoEnv
+
+        return LiberoEnv(cfg, num_envs, seed, rank=rank, video_dir=video_dir)
     if cfg.env_type == "world_model":
         from world_models.env import WorldModelEnv
 

@@ -1,0 +1,123 @@
+"""The LIBERO env (env_type libero) behind the batched env contract: observations, resets from the suite's
+init states, success, episode limits, the fast render settings, and config validation."""
+
+from pathlib import Path
+
+import mujoco
+import pytest
+import torch
+import yaml
+
+from policy_and_value.config import ConfigError, load_config
+from policy_and_value.config.schema import EnvConfig
+from policy_and_value.envs.libero_tasks import ACTION_DIM, STATE_DIM, suite_tasks
+from policy_and_value.envs.registry import make_env
+
+pytestmark = pytest.mark.slow  # each LIBERO env takes a few seconds to build
+REPO = Path(__file__).resolve().parents[2]
+TASKS = [
+    "pick_up_the_alphabet_soup_and_place_it_in_the_basket",
+    "pick_up_the_cream_cheese_and_place_it_in_the_basket",
+]
+
+
+def _cfg(**kw) -> EnvConfig:
+    base = yaml.safe_load((REPO / "configs" / "env" / "libero_object_3tasks.yaml").read_text())
+    return EnvConfig(**{**base, "tasks": TASKS, "image_size": 32, "num_action_chunks": 4, **kw})
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = make_env(_cfg(), 2, seed=0)
+    yield e
+    e.close()
+
+
+def test_observation_contract(env):
+    obs, info = env.reset(reset_state_ids=torch.tensor([0, 1]))
+    assert obs["images"].shape == (2, 2, 32, 32, 3) and obs["images"].dtype == torch.uint8
+    assert obs["state"].shape == (2, STATE_DIM) and obs["task_id"].tolist() == [0, 1]
+    assert obs["prompt"] == [
+        "pick up the alphabet soup and place it in the basket",
+        "pick up the cream cheese and place it in the basket",
+    ]
+    assert info["reset_state_ids"].tolist() == [0, 1]
+    assert env.spec.action_dim == ACTION_DIM and env.spec.state_dim == STATE_DIM
+    assert env.spec.image_shape == (2, 32, 32) and env.spec.action_low == (-1.0,) * ACTION_DIM
+    obs, rewards, terminated, truncated, info = env.chunk_step(torch.zeros(2, 4, ACTION_DIM))
+    assert rewards.shape == (2, 4) and not terminated.any() and not truncated.any() and "episode" not in info
+    assert obs["images"].float().std() > 0  # a scene, not a blank frame
+
+
+def test_resets_come_from_the_suites_init_states(env):
+    states = [
+        suite_tasks("libero_object")[t][0].get_task_init_states(suite_tasks("libero_object")[t][1])
+        for t in TASKS
+    ]
+    assert all(len(s) == 50 for s in states)
+    a, _ = env.reset(reset_state_ids=torch.tensor([7, 7]))
+    b, _ = env.reset(reset_state_ids=torch.tensor([7, 7]))
+    c, _ = env.reset(reset_state_ids=torch.tensor([8, 8]))
+    assert torch.equal(a["images"], b["images"]) and torch.allclose(a["state"], b["state"])
+    assert not torch.equal(a["images"][0], c["images"][0])  # another init state, another scene
+
+
+def test_success_ends_the_episode_with_reward_one(env, monkeypatch):
+    env.reset(reset_state_ids=torch.tensor([0, 0]))
+    monkeypatch.setattr(env.envs[1], "check_success", lambda: True)
+    _, rewards, terminated, truncated, info = env.chunk_step(torch.zeros(2, 4, ACTION_DIM))
+    assert terminated.tolist() == [False, True] and not truncated.any()
+    assert rewards[1].tolist() == [1.0, 0.0, 0.0, 0.0] and rewards[0].sum() == 0  # reward once, then stops
+    assert info["episode"]["env_ids"].tolist() == [1] and info["episode"]["success_once"].tolist() == [True]
+
+
+def test_episodes_are_truncated_at_the_step_limit(env):
+    saved = env.cfg
+    env.cfg = saved.model_copy(update={"max_episode_steps": 6})
+    try:
+        env.reset(reset_state_ids=torch.tensor([0, 1]))
+        _, _, _, truncated, _ = env.chunk_step(torch.zeros(2, 4, ACTION_DIM))
+        assert not truncated.any()
+        _, _, _, truncated, info = env.chunk_step(torch.zeros(2, 4, ACTION_DIM))
+        assert truncated.all() and info["episode"]["episode_len"].tolist() == [6, 6]
+    finally:
+        env.cfg = saved
+
+
+def test_frames_are_rendered_with_the_fast_settings(env):
+    for r in env.renderers:
+        assert r.model.vis.quality.offsamples == 0
+        assert not r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW]
+        assert not r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION]
+    assert not env.envs[0].env.use_camera_obs  # robosuite renders nothing per step
+
+
+def test_the_libero_job_config_validates_and_bad_libero_keys_are_named():
+    cfg = load_config("ppo_pi0_libero", [])
+    assert cfg.env.train.env_type == "libero" and cfg.env.eval.env_type == "libero"
+    bad = {
+        "env.train.suite=libero_objects": "allowed: libero_spatial",
+        "env.train.tasks=[pick_up_the_soup]": "not a task of libero_object",
+        "env.train.cameras=[frontview]": "allowed: agentview, robot0_eye_in_hand",
+        "env.train.state_type=full": "LIBERO gives proprio",
+    }
+    for override, fragment in bad.items():
+        with pytest.raises(ConfigError, match=fragment):
+            load_config("ppo_pi0_libero", [override])
+
+
+def test_a_libero_job_trains_and_evaluates(tmp_path):
+    """The shipped LIBERO job as a user runs it, shrunk: one task, one env each for training and evaluation."""
+    from tests.runtime.jobs import run_and_read
+
+    task = f"[{TASKS[0]}]"
+    rows = run_and_read("ppo_pi0_libero", tmp_path, "libero", [
+        f"env.train.tasks={task}", f"env.eval.tasks={task}", "env.train.num_envs=1", "env.eval.num_envs=1",
+        "env.eval_episodes=1", "env.eval.max_episode_steps=8", "env.train.image_size=32", "env.eval.image_size=32",
+        "algorithm.n_chunk_steps=2", "actor.global_batch_size=2", "actor.micro_batch_size=2",
+        "runner.max_steps=1", "runner.val_check_interval=1", "runner.save_interval=-1", "runner.progress_bar=false",
+    ])  # fmt: skip
+    assert [r["step"] for r in rows] == [1]
+    assert "train/actor/ratio" in rows[0] and rows[0]["time/generate_rollouts"] > 0
+    assert rows[0]["eval/episode_steps"] == 8 and "eval/success_once" in rows[0]  # truncated at the limit
+    assert list((tmp_path / "libero" / "videos" / "eval").glob("*.mp4"))
