@@ -26,10 +26,9 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import metaworld  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
 from policy_and_value.config.schema import EnvConfig  # noqa: E402
-from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation, assign_tasks  # noqa: E402
+from policy_and_value.envs.base import EnvSpec, assign_tasks  # noqa: E402
 from policy_and_value.envs.metaworld_tasks import (  # noqa: E402
     FULL_STATE_DIM,
     MT50_TASKS,
@@ -37,6 +36,7 @@ from policy_and_value.envs.metaworld_tasks import (  # noqa: E402
     PROPRIO_DIM,
     select_state,
 )
+from policy_and_value.envs.simulator import SimulatorEnv  # noqa: E402
 
 NUM_RESET_STATES = 50
 # Meta-World's corner cameras are rolled 180 degrees in its model file: rotate their frames back
@@ -61,7 +61,7 @@ def _make_task_env(task: str, benchmark_seed: int) -> tuple[Any, list]:
     return env, list(mt1.train_tasks)
 
 
-class MetaWorldEnv(BatchedEnv):
+class MetaWorldEnv(SimulatorEnv):
     """``num_envs`` Meta-World envs over ``cfg.tasks`` (round-robin over env groups: ``assign_tasks``)."""
 
     def __init__(self, cfg: EnvConfig, num_envs: int, seed: int, rank: int = 0, video_dir: str | None = None):
@@ -100,21 +100,8 @@ class MetaWorldEnv(BatchedEnv):
         self.spec = EnvSpec(
             4, self.chunk, state_dim, image_shape, tuple(self.tasks), None, (-1.0,) * 4, (1.0,) * 4
         )
-        self._state = np.zeros((num_envs, 39))
-        self._steps = np.zeros(num_envs, dtype=np.int64)
-        self._return = np.zeros(num_envs)
-        self._success = np.zeros(num_envs, dtype=bool)
-        self._dead = np.zeros(num_envs, dtype=bool)
-        self._layout_ids = np.zeros(num_envs, dtype=np.int64)
-        self._frames: np.ndarray | None = None  # the last rendered frames of every env
-        self._started = False
-        self.video = None
-        if video_dir is not None and cfg.video_cfg.save_video and cfg.use_images:
-            from policy_and_value.envs.video import EpisodeVideoWriter
-
-            self.video = EpisodeVideoWriter(
-                video_dir, cfg.video_cfg, min(num_envs, cfg.video_cfg.max_envs), rank, cfg.max_episode_steps
-            )
+        self.num_start_states = NUM_RESET_STATES
+        self._init_episodes(39, rank, video_dir)
 
     # ------------------------------------------------------------------ observation
     def _render(self, ids: np.ndarray) -> np.ndarray:
@@ -130,120 +117,21 @@ class MetaWorldEnv(BatchedEnv):
                 out[j, v] = frame[::-1, ::-1] if cam in ROTATED_CAMERAS else frame
         return out
 
-    def _obs(self) -> Observation:
-        """The batch observation; envs whose episode has ended (``auto_reset: false``) keep their last
-        frames instead of being rendered again (nothing reads them, and rendering is the cost here)."""
-        state = select_state(self._state, self.cfg.state_type)
-        obs: Observation = {
-            "state": torch.as_tensor(state, dtype=torch.float32),
-            "prompt": list(self.prompts),
-            "task_id": torch.as_tensor(self.task_ids, dtype=torch.int64),
-        }
-        if self.cfg.use_images:
-            live = np.nonzero(~self._dead)[0]
-            if self._frames is None or len(live) == self.num_envs:
-                self._frames = self._render(np.arange(self.num_envs))
-            elif len(live):
-                self._frames = self._frames.copy()
-                self._frames[live] = self._render(live)
-            obs["images"] = torch.from_numpy(self._frames)
-        return obs
+    def _observed_state(self) -> np.ndarray:
+        return select_state(self._state, self.cfg.state_type)
 
-    # ------------------------------------------------------------------ reset
-    def _layouts_for(self, ids: np.ndarray, reset_state_ids: torch.Tensor | None) -> np.ndarray:
-        if reset_state_ids is not None:
-            return np.asarray(reset_state_ids, dtype=np.int64) % NUM_RESET_STATES
-        if self.cfg.use_fixed_reset_state_ids:
-            g = self.cfg.group_size
-            group_draw = self.rng.integers(0, NUM_RESET_STATES, size=(self.num_envs + g - 1) // g)
-            return np.repeat(group_draw, g)[ids]
-        return self.rng.integers(0, NUM_RESET_STATES, size=len(ids))
+    # ------------------------------------------------------------------ reset and step
+    def _reset_env(self, i: int, start: int) -> None:
+        env = self.envs[i]
+        env.set_task(self.layouts[i][start])
+        env._partially_observable = False  # goal in the state vector, as in MT10 (scripted experts read it)
+        obs, _ = env.reset()
+        self._state[i] = obs
 
-    def _reset_ids(self, ids: np.ndarray, reset_state_ids: torch.Tensor | None = None) -> None:
-        layouts = self._layouts_for(ids, reset_state_ids)
-        for i, layout in zip(ids, layouts, strict=True):
-            env = self.envs[i]
-            env.set_task(self.layouts[i][int(layout)])
-            env._partially_observable = (
-                False  # goal in the state vector, as in MT10 (scripted experts read it)
-            )
-            obs, _ = env.reset()
-            self._state[i] = obs
-            self._layout_ids[i] = layout
-        self._steps[ids] = 0
-        self._return[ids] = 0
-        self._success[ids] = False
-        self._dead[ids] = False
-
-    def reset(self, env_ids: torch.Tensor | None = None, reset_state_ids: torch.Tensor | None = None):
-        """Reset the given envs (all by default) to given or drawn layouts; returns the batch obs."""
-        ids = np.arange(self.num_envs) if env_ids is None else np.asarray(env_ids, dtype=np.int64)
-        self._reset_ids(ids, reset_state_ids)
-        self._started = True
-        obs = self._obs()
-        if self.video is not None:
-            self.video.start(ids, obs["images"])
-        return obs, {"reset_state_ids": torch.as_tensor(self._layout_ids)}
-
-    # ------------------------------------------------------------------ step
-    def chunk_step(self, actions: torch.Tensor):
-        """Execute a chunk of actions per env; see ``BatchedEnv.chunk_step`` for the semantics."""
-        if not self._started:
-            self.reset()
-        acts = np.clip(actions.detach().cpu().numpy().astype(np.float64), -1.0, 1.0)
-        n, C = self.num_envs, acts.shape[1]
-        rewards = np.zeros((n, C), dtype=np.float32)
-        terminated = np.zeros(n, dtype=bool)
-        truncated = np.zeros(n, dtype=bool)
-        ended = self._dead.copy()
-        recorded = self.video.recording if self.video is not None else ()
-        for c in range(C):
-            for i in np.nonzero(~ended)[0]:
-                obs, r, _, _, info = self.envs[i].step(acts[i, c])
-                self._state[i] = obs
-                succeeded = bool(info["success"])
-                if self.cfg.reward_signal == "success":  # the outcome, once: the return is success_once
-                    r = float(succeeded and not self._success[i])
-                r = float(r) * self.cfg.reward_scale
-                rewards[i, c] = r
-                self._return[i] += r
-                self._steps[i] += 1
-                self._success[i] |= succeeded
-                if succeeded and not self.cfg.ignore_terminations:
-                    terminated[i] = True
-                elif self._steps[i] >= self.cfg.max_episode_steps:
-                    truncated[i] = True
-                if i in recorded:
-                    self.video.add(i, self._render(np.array([i]))[0], r, bool(self._success[i]))
-            ended |= terminated | truncated
-        finished = (terminated | truncated) & ~self._dead
-        obs_now = self._obs()
-        info: dict[str, Any] = {}
-        if finished.any():
-            ids = np.nonzero(finished)[0]
-            info["episode"] = {
-                "env_ids": torch.as_tensor(ids),
-                "success_once": torch.as_tensor(self._success[ids]),
-                "return": torch.as_tensor(self._return[ids], dtype=torch.float32),
-                "episode_len": torch.as_tensor(self._steps[ids]),
-            }
-            info["final_obs"] = obs_now
-            if self.video is not None:
-                self.video.finish(ids)
-            if self.cfg.auto_reset:
-                self._reset_ids(ids)
-                obs_now = self._obs()
-                if self.video is not None:
-                    self.video.start(ids, obs_now["images"])
-            else:
-                self._dead |= finished
-        return (
-            obs_now,
-            torch.as_tensor(rewards),
-            torch.as_tensor(terminated),
-            torch.as_tensor(truncated),
-            info,
-        )
+    def _step_env(self, i: int, action: np.ndarray) -> tuple[float, bool]:
+        obs, r, _, _, info = self.envs[i].step(action)
+        self._state[i] = obs
+        return float(r), bool(info["success"])
 
     # ------------------------------------------------------------------ checkpoint
     def get_state(self) -> dict[str, Any]:
@@ -287,9 +175,7 @@ class MetaWorldEnv(BatchedEnv):
         self._frames = None if frames is None else frames.copy()
         self._started = state["started"]
 
-    def close(self) -> None:
-        if self.video is not None:
-            self.video.close()
+    def _close_sim(self) -> None:
         for r in {id(r): r for r in self.renderers}.values():
             r.close()
         self.renderers = []

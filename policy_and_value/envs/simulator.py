@@ -1,0 +1,179 @@
+"""What the MuJoCo simulator envs (Meta-World, LIBERO) share: per-env episode counters, resets to numbered
+start states, the chunk loop with its episode bookkeeping, frames rendered only at chunk ends for envs
+whose episode goes on, and episode videos. A simulator supplies how to reset one env, step one env and
+render some envs (``_reset_env``, ``_step_env``, ``_render``)."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import numpy as np
+import torch
+
+from policy_and_value.config.schema import EnvConfig
+from policy_and_value.envs.base import BatchedEnv, Observation
+
+
+class SimulatorEnv(BatchedEnv):
+    """``num_envs`` simulator envs stepped one after another in this process (one core)."""
+
+    cfg: EnvConfig
+    prompts: list[str]
+    task_ids: np.ndarray
+    rng: np.random.Generator
+    num_start_states: int  # start states an env can be reset to (reset_state_ids are taken modulo this)
+
+    def _init_episodes(self, raw_state_dim: int, rank: int, video_dir: str | None) -> None:
+        """Counters of every env's episode, and the video writer when ``video_dir`` is given."""
+        n = self.num_envs
+        self._state = np.zeros((n, raw_state_dim))
+        self._steps = np.zeros(n, dtype=np.int64)
+        self._return = np.zeros(n)
+        self._success = np.zeros(n, dtype=bool)
+        self._dead = np.zeros(n, dtype=bool)
+        self._layout_ids = np.zeros(n, dtype=np.int64)  # the start state each env was reset to
+        self._frames: np.ndarray | None = None  # the last rendered frames of every env
+        self._started = False
+        self.video = None
+        cfg = self.cfg
+        if video_dir is not None and cfg.video_cfg.save_video and cfg.use_images:
+            from policy_and_value.envs.video import EpisodeVideoWriter
+
+            self.video = EpisodeVideoWriter(
+                video_dir, cfg.video_cfg, min(n, cfg.video_cfg.max_envs), rank, cfg.max_episode_steps
+            )
+
+    # ------------------------------------------------------------------ what a simulator supplies
+    @abc.abstractmethod
+    def _render(self, ids: np.ndarray) -> np.ndarray:
+        """uint8 [len(ids), V, H, W, 3] frames of the given envs."""
+
+    @abc.abstractmethod
+    def _reset_env(self, i: int, start: int) -> None:
+        """Reset env ``i`` to start state ``start`` and write its state into ``self._state[i]``."""
+
+    @abc.abstractmethod
+    def _step_env(self, i: int, action: np.ndarray) -> tuple[float, bool]:
+        """One action in env ``i`` (its state into ``self._state[i]``); (the simulator's reward, success)."""
+
+    def _observed_state(self) -> np.ndarray:
+        """The ``state`` observation of every env (``self._state`` unless the simulator selects from it)."""
+        return self._state
+
+    # ------------------------------------------------------------------ observation
+    def _obs(self) -> Observation:
+        """The batch observation; envs whose episode has ended (``auto_reset: false``) keep their last
+        frames instead of being rendered again (nothing reads them, and rendering is the cost here)."""
+        obs: Observation = {
+            "state": torch.as_tensor(self._observed_state(), dtype=torch.float32),
+            "prompt": list(self.prompts),
+            "task_id": torch.as_tensor(self.task_ids, dtype=torch.int64),
+        }
+        if self.cfg.use_images:
+            live = np.nonzero(~self._dead)[0]
+            if self._frames is None or len(live) == self.num_envs:
+                self._frames = self._render(np.arange(self.num_envs))
+            elif len(live):
+                self._frames = self._frames.copy()
+                self._frames[live] = self._render(live)
+            obs["images"] = torch.from_numpy(self._frames)
+        return obs
+
+    # ------------------------------------------------------------------ reset
+    def _starts_for(self, ids: np.ndarray, reset_state_ids: torch.Tensor | None) -> np.ndarray:
+        n = self.num_start_states
+        if reset_state_ids is not None:
+            return np.asarray(reset_state_ids, dtype=np.int64) % n
+        if self.cfg.use_fixed_reset_state_ids:
+            g = self.cfg.group_size
+            group_draw = self.rng.integers(0, n, size=(self.num_envs + g - 1) // g)
+            return np.repeat(group_draw, g)[ids]
+        return self.rng.integers(0, n, size=len(ids))
+
+    def _reset_ids(self, ids: np.ndarray, reset_state_ids: torch.Tensor | None = None) -> None:
+        for i, start in zip(ids, self._starts_for(ids, reset_state_ids), strict=True):
+            self._reset_env(int(i), int(start))
+            self._layout_ids[i] = start
+        self._steps[ids] = 0
+        self._return[ids] = 0
+        self._success[ids] = False
+        self._dead[ids] = False
+
+    def reset(self, env_ids: torch.Tensor | None = None, reset_state_ids: torch.Tensor | None = None):
+        """Reset the given envs (all by default) to given or drawn start states; returns the batch obs."""
+        ids = np.arange(self.num_envs) if env_ids is None else np.asarray(env_ids, dtype=np.int64)
+        self._reset_ids(ids, reset_state_ids)
+        self._started = True
+        obs = self._obs()
+        if self.video is not None:
+            self.video.start(ids, obs["images"])
+        return obs, {"reset_state_ids": torch.as_tensor(self._layout_ids)}
+
+    # ------------------------------------------------------------------ step
+    def chunk_step(self, actions: torch.Tensor):
+        """Execute a chunk of actions per env; see ``BatchedEnv.chunk_step`` for the semantics.
+        ``reward_signal: success`` gives 1 at the step an episode first succeeds (else the simulator's)."""
+        if not self._started:
+            self.reset()
+        acts = np.clip(actions.detach().cpu().numpy().astype(np.float64), -1.0, 1.0)
+        n, C = self.num_envs, acts.shape[1]
+        rewards = np.zeros((n, C), dtype=np.float32)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
+        ended = self._dead.copy()
+        recorded = self.video.recording if self.video is not None else ()
+        for c in range(C):
+            for i in np.nonzero(~ended)[0]:
+                r, succeeded = self._step_env(int(i), acts[i, c])
+                if self.cfg.reward_signal == "success":  # the outcome, once: the return is success_once
+                    r = float(succeeded and not self._success[i])
+                r = float(r) * self.cfg.reward_scale
+                rewards[i, c] = r
+                self._return[i] += r
+                self._steps[i] += 1
+                self._success[i] |= succeeded
+                if succeeded and not self.cfg.ignore_terminations:
+                    terminated[i] = True
+                elif self._steps[i] >= self.cfg.max_episode_steps:
+                    truncated[i] = True
+                if i in recorded:
+                    self.video.add(i, self._render(np.array([i]))[0], r, bool(self._success[i]))
+            ended |= terminated | truncated
+        finished = (terminated | truncated) & ~self._dead
+        obs_now = self._obs()
+        info: dict[str, Any] = {}
+        if finished.any():
+            ids = np.nonzero(finished)[0]
+            info["episode"] = {
+                "env_ids": torch.as_tensor(ids),
+                "success_once": torch.as_tensor(self._success[ids]),
+                "return": torch.as_tensor(self._return[ids], dtype=torch.float32),
+                "episode_len": torch.as_tensor(self._steps[ids]),
+            }
+            info["final_obs"] = obs_now
+            if self.video is not None:
+                self.video.finish(ids)
+            if self.cfg.auto_reset:
+                self._reset_ids(ids)
+                obs_now = self._obs()
+                if self.video is not None:
+                    self.video.start(ids, obs_now["images"])
+            else:
+                self._dead |= finished
+        return (
+            obs_now,
+            torch.as_tensor(rewards),
+            torch.as_tensor(terminated),
+            torch.as_tensor(truncated),
+            info,
+        )
+
+    def close(self) -> None:
+        """Flush videos, then let the simulator release its renderers and envs (``_close_sim``)."""
+        if self.video is not None:
+            self.video.close()
+        self._close_sim()
+
+    def _close_sim(self) -> None:  # noqa: B027 - optional hook
+        """Release renderers and envs."""
