@@ -1,11 +1,14 @@
-"""Record Meta-World episodes from the scripted expert policies (or a pi0 policy) into the episode format.
+"""Record Meta-World or LIBERO episodes from scripted expert policies (or a pi0 policy) into the episode format.
 
     python -m toolkits.collect_episodes --suite MT10 --episodes-per-task 20 --out data/mt10 \\
         --cameras corner gripperPOV --image-size 64 --action-noise 0.1 --fail-fraction 0.2
+    python -m toolkits.collect_episodes --suite libero_object --tasks TASK ... --episodes-per-task 20 \\
+        --out data/libero --image-size 64      # LIBERO-Object's pick-and-place expert (make install-libero)
     python -m toolkits.collect_episodes --tasks reach-v3 --episodes-per-task 30 --out data/policy_rollouts \\
         --cameras corner gripperPOV --policy-dir assets/quickstart/policy --noise-level 0.1
 
-Episodes run batched in one ``MetaWorldEnv`` (one action per step, episodes end at success or at
+Episodes run batched in one ``MetaWorldEnv`` (or ``LiberoEnv`` for a LIBERO ``--suite``, cameras
+``agentview robot0_eye_in_hand`` and the suite's step limit by default) (one action per step, episodes end at success or at
 ``--max-episode-steps``). A ``--fail-fraction`` share of episodes is made to fail on purpose (uniform
 random actions), for reward models and advantage labelling; every episode records whether it
 actually succeeded. Prints the success rate per task and stores it in ``index.json``.
@@ -33,12 +36,12 @@ from policy_and_value.config.schema import EnvConfig
 from policy_and_value.envs.metaworld_tasks import (
     MT10_TASKS,
     MT50_TASKS,
-    PROMPTS,
     select_state,
     state_type_for,
 )
 from toolkits.episodes import Episode, EpisodeWriter
 
+LIBERO_SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
 CAMERAS = ("corner", "corner2", "corner3", "corner4", "topview", "behindGripper", "gripperPOV")
 
 
@@ -73,6 +76,24 @@ class ExpertActor:
     def __call__(self, obs: dict[str, Any]) -> np.ndarray:
         state = obs["state"].numpy().astype(np.float64)
         return np.stack([expert.get_action(s) for expert, s in zip(self.experts, state, strict=True)])
+
+
+class LiberoExpertActor:
+    """LIBERO-Object's scripted pick-and-place expert in each env, acting from the simulator's privileged state."""
+
+    def __init__(self, env: Any):
+        from toolkits.experts import expert_for_libero
+
+        self.env = env
+        self.experts = [expert_for_libero(e.env.obj_of_interest) for e in env.envs]
+        self.name = "expert"
+
+    def reset(self) -> None:
+        for expert in self.experts:
+            expert.reset()
+
+    def __call__(self, obs: dict[str, Any]) -> np.ndarray:
+        return np.stack([x.get_action(self.env.privileged_obs(i)) for i, x in enumerate(self.experts)])
 
 
 class PolicyActor:
@@ -120,19 +141,26 @@ def collect(
     policy_dir: str | None = None,
     noise_level: float = 0.0,
     layout_seed: int = 0,
+    libero_suite: str | None = None,
 ) -> dict[str, dict[str, float]]:
     """Run rounds of batched episodes until every task has ``episodes_per_task``; returns per-task stats.
     The experts act, or the pi0 policy of ``policy_dir`` (sampled at ``noise_level``), on layouts drawn
     from the benchmark of ``layout_seed``."""
-    from policy_and_value.envs.metaworld_env import MetaWorldEnv
+    from policy_and_value.envs.registry import make_env
 
     num_envs = max(len(tasks), num_envs - num_envs % len(tasks))
     cfg = EnvConfig(
         env_type="metaworld", tasks=tasks, num_envs=num_envs, num_action_chunks=1, max_episode_steps=max_episode_steps,
         auto_reset=False, cameras=cameras, image_size=image_size, use_images=use_images, layout_seed=layout_seed,
     )  # fmt: skip
-    env = MetaWorldEnv(cfg, num_envs, seed=seed)
-    actor = PolicyActor(policy_dir, noise_level, seed) if policy_dir else ExpertActor(tasks, env.task_ids)
+    if libero_suite is not None:
+        cfg = cfg.model_copy(update={"env_type": "libero", "suite": libero_suite, "state_type": "proprio",
+                                     "reward_signal": "success"})  # fmt: skip
+    env = make_env(cfg, num_envs, seed=seed)
+    if policy_dir:
+        actor = PolicyActor(policy_dir, noise_level, seed)
+    else:
+        actor = LiberoExpertActor(env) if libero_suite else ExpertActor(tasks, env.task_ids)
     rng = np.random.default_rng(seed)
     done_per_task: dict[str, int] = defaultdict(int)
     stats: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
@@ -168,7 +196,7 @@ def collect(
                 stats[task].append((success_once, bool(forced[i])))
                 if writer is not None:
                     meta = {
-                        "prompt": PROMPTS[task], "task": task, "task_id": tasks.index(task), "cameras": cameras,
+                        "prompt": env.prompts[i], "task": task, "task_id": tasks.index(task), "cameras": cameras,
                         "image_size": image_size, "success_once": success_once, "policy": actor.name,
                         "noise_level": noise_level if policy_dir else None, "action_noise": action_noise,
                         "forced_failure": bool(forced[i]), "reset_state_id": int(info["reset_state_ids"][i]), "seed": seed,
@@ -207,23 +235,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m toolkits.collect_episodes", description=__doc__.splitlines()[0]
     )
     p.add_argument("--tasks", nargs="+", help="Meta-World task names (MT50), e.g. reach-v3 push-v3")
-    p.add_argument("--suite", choices=["MT10", "MT50"], help="all tasks of a suite instead of --tasks")
+    p.add_argument(
+        "--suite", choices=["MT10", "MT50", *LIBERO_SUITES],
+        help="all tasks of a Meta-World suite instead of --tasks; a LIBERO suite (its --tasks, or all)",
+    )  # fmt: skip
     p.add_argument("--episodes-per-task", type=int, default=10)
     p.add_argument("--out", required=True, help="dataset folder to create")
-    p.add_argument("--cameras", nargs="+", default=["corner"])
+    p.add_argument("--cameras", nargs="+", default=None, help="default: corner (LIBERO: both of its cameras)")
     p.add_argument("--image-size", type=int, default=64)
     p.add_argument("--action-noise", type=float, default=0.0)
     p.add_argument("--fail-fraction", type=float, default=0.0)
-    p.add_argument("--max-episode-steps", type=int, default=150)
+    p.add_argument(
+        "--max-episode-steps", type=int, default=None, help="default: 150 (LIBERO: the suite's limit)"
+    )
     p.add_argument("--num-envs", type=int, default=10, help="episodes run in parallel")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--policy-dir", default=None, help="a pi0 policy directory to act instead of the experts")
     p.add_argument("--noise-level", type=float, default=0.0, help="its flow-SDE noise (0: deterministic)")
     p.add_argument("--layout-seed", type=int, default=0, help="which 50 layouts per task (env.*.layout_seed)")
     args = p.parse_args(argv)
+    if args.suite in LIBERO_SUITES:
+        return _libero_args(args)
     if bool(args.tasks) == bool(args.suite):
         p.error("give exactly one of --tasks and --suite")
     args.tasks = list(MT10_TASKS if args.suite == "MT10" else MT50_TASKS) if args.suite else args.tasks
+    args.cameras = args.cameras or ["corner"]
+    args.max_episode_steps = args.max_episode_steps or 150
     checks = [
         (
             "--tasks",
@@ -264,10 +301,41 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "0 without --policy-dir (it is the policy's sampling noise)",
         ),
     ]
+    _exit_on_first_bad(checks)
+    return args
+
+
+def _exit_on_first_bad(checks: list[tuple[str, list, str]]) -> None:
     for name, bad, allowed in checks:
         if bad:
             print(f"error: {name}={bad[0]}: allowed: {allowed}", file=sys.stderr)
             sys.exit(2)
+
+
+def _libero_args(args: argparse.Namespace) -> argparse.Namespace:
+    """A LIBERO suite: its tasks (all by default), cameras and step limit; experts for LIBERO-Object only."""
+    from policy_and_value.envs.libero_tasks import CAMERAS as LIBERO_CAMERAS
+    from policy_and_value.envs.libero_tasks import MAX_EPISODE_STEPS, suite_tasks
+
+    try:
+        known = list(suite_tasks(args.suite))
+    except ImportError as err:
+        print(f"error: --suite={args.suite}: {err}", file=sys.stderr)
+        sys.exit(2)
+    args.tasks = args.tasks or known
+    args.cameras = args.cameras or list(LIBERO_CAMERAS)
+    args.max_episode_steps = args.max_episode_steps or MAX_EPISODE_STEPS[args.suite]
+    _exit_on_first_bad([
+        ("--tasks", [t for t in args.tasks if t not in known], f"task names of {args.suite}"),
+        ("--cameras", [c for c in args.cameras if c not in LIBERO_CAMERAS], ", ".join(LIBERO_CAMERAS)),
+        ("--suite", [args.suite] if args.suite != "libero_object" and not args.policy_dir else [],
+         "libero_object (the scripted expert is LIBERO-Object's pick-and-place)"),
+        ("--policy-dir", [args.policy_dir] if args.policy_dir else [], "none yet with a LIBERO suite"),
+        ("--episodes-per-task", [args.episodes_per_task] if args.episodes_per_task < 1 else [], "an integer >= 1"),
+        ("--image-size", [args.image_size] if not 8 <= args.image_size <= 512 else [], "8..512"),
+        ("--fail-fraction", [args.fail_fraction] if not 0 <= args.fail_fraction <= 1 else [], "a share in [0, 1]"),
+        ("--num-envs", [args.num_envs] if args.num_envs < 1 else [], "an integer >= 1"),
+    ])  # fmt: skip
     return args
 
 
@@ -279,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         args.tasks, args.episodes_per_task, args.cameras, args.image_size, args.action_noise, args.fail_fraction,
         args.max_episode_steps, args.seed, args.num_envs, writer=writer, policy_dir=args.policy_dir,
         noise_level=args.noise_level, layout_seed=args.layout_seed,
+        libero_suite=args.suite if args.suite in LIBERO_SUITES else None,
     )  # fmt: skip
     writer.close(summary)
     acted = "policy success" if args.policy_dir else "expert success"

@@ -60,6 +60,7 @@ class LiberoEnv(SimulatorEnv):
         self.rng = np.random.default_rng(seed)
         self.task_ids = assign_tasks(num_envs, len(self.tasks), rank, cfg.group_size, cfg.task_weights)
         self.envs, self.init_states, self.prompts, self.renderers = [], [], [], []
+        self._raw: dict[int, dict[str, np.ndarray]] = {}
         for i in range(num_envs):
             bench, index = known[self.tasks[self.task_ids[i]]]
             task = bench.get_task(index)
@@ -99,7 +100,12 @@ class LiberoEnv(SimulatorEnv):
                 out[j, v] = r.render()[:, ::-1]  # robosuite's frame rotated 180 degrees
         return out
 
+    def privileged_obs(self, i: int) -> dict[str, np.ndarray]:
+        """Env ``i``'s last robosuite observation (object poses included): for scripted experts only."""
+        return self._raw[i]
+
     def _read_state(self, i: int, raw: dict[str, np.ndarray]) -> None:
+        self._raw[i] = raw
         self._state[i] = np.concatenate(
             [raw["robot0_eef_pos"], _axis_angle(raw["robot0_eef_quat"]), raw["robot0_gripper_qpos"]]
         )
