@@ -33,8 +33,9 @@ def is_published_size(cfg: JobConfig) -> bool:
     return not str(cfg.model.pi0.get("preset", "tiny")).startswith("tiny")
 
 
-def estimate_memory(cfg: JobConfig) -> list[ProcessMemory]:
-    """Model memory of one actor rank, one rollout rank and one env rank (world-model envs) of ``cfg``."""
+def estimate_memory(cfg: JobConfig, actor_ranks: int = 1) -> list[ProcessMemory]:
+    """Model memory of one actor rank, one rollout rank and one env rank (world-model envs) of ``cfg``;
+    with ``actor.shard_optimizer`` the AdamW moments are split over ``actor_ranks``."""
     import torch
 
     from policy_and_value.config.sizes import env_sizes
@@ -60,7 +61,7 @@ def estimate_memory(cfg: JobConfig) -> list[ProcessMemory]:
     trainable = sum(p.numel() * p.element_size() for p in params if p.requires_grad) / GIB
     n = sum(p.numel() for p in params) / 1e6
     n_train = sum(p.numel() for p in params if p.requires_grad) / 1e6
-    shards = _actor_ranks(cfg) if cfg.actor.shard_optimizer else 1
+    shards = actor_ranks if cfg.actor.shard_optimizer else 1
     moments = 2 * trainable / shards
     sharded = f" (moments split over {shards} ranks)" if shards > 1 else ""
     out = [
@@ -75,14 +76,6 @@ def estimate_memory(cfg: JobConfig) -> list[ProcessMemory]:
     if world_model is not None:
         out.append(ProcessMemory("env", world_model[0], world_model[1]))
     return out
-
-
-def _actor_ranks(cfg: JobConfig) -> int:
-    from policy_and_value.runtime.placement import parse_placement
-
-    cluster = cfg.cluster
-    placement = parse_placement(cluster.component_placement, cluster.num_nodes, cluster.num_devices_per_node)
-    return placement.world_size("actor")
 
 
 def _world_model_gib(cfg: JobConfig) -> tuple[float, str] | None:
@@ -105,20 +98,17 @@ def _world_model_gib(cfg: JobConfig) -> tuple[float, str] | None:
     return gib, f"dynamics model {n / 1e6:,.0f}M parameters in {dtype} {gib:.1f} GiB"
 
 
-def memory_report(cfg: JobConfig, num_devices: int | None = None) -> str:
+def memory_report(cfg: JobConfig) -> str:
     """A few lines for the terminal, printed before Ray starts: each process, then each device's total
-    under ``cluster.component_placement`` (``num_devices`` per node: the config's count by default)."""
+    under ``cluster.component_placement`` (devices counted as validation counts them)."""
+    from policy_and_value.config.validate import devices_per_node
     from policy_and_value.runtime.placement import parse_placement
 
-    estimates = estimate_memory(cfg)
+    placement = parse_placement(cfg.cluster.component_placement, cfg.cluster.num_nodes, devices_per_node(cfg))
+    estimates = estimate_memory(cfg, placement.world_size("actor"))
     lines = ["model memory per process (activations not included):"]
     lines += [f"  {p.component:8s} {p.total_gib:7.1f} GiB  ({p.parts})" for p in estimates]
     per_process = {p.component: p.total_gib for p in estimates}
-    placement = parse_placement(
-        cfg.cluster.component_placement,
-        cfg.cluster.num_nodes,
-        num_devices or cfg.cluster.num_devices_per_node,
-    )
     devices: dict[int, list[str]] = {}
     for component, slots in placement.slots.items():
         for slot in slots:

@@ -36,7 +36,7 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
     except ValidationError as err:
         raise ConfigError(format_validation_error(err, data)) from None
     if num_devices is None:
-        num_devices = _visible_gpus() or cfg.cluster.num_devices_per_node
+        num_devices = devices_per_node(cfg)
     try:
         placement = parse_placement(cfg.cluster.component_placement, cfg.cluster.num_nodes, num_devices)
     except PlacementError as err:
@@ -70,6 +70,11 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
     check_backends(cfg)
     check_coevolution(cfg)
     return cfg
+
+
+def devices_per_node(cfg: JobConfig) -> int:
+    """The devices the placement grammar counts on each node: this machine's GPUs, else the config's CPU slots."""
+    return _visible_gpus() or cfg.cluster.num_devices_per_node
 
 
 def _visible_gpus() -> int:
