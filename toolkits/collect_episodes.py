@@ -255,36 +255,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--layout-seed", type=int, default=0, help="which 50 layouts per task (env.*.layout_seed)")
     args = p.parse_args(argv)
     if args.suite in LIBERO_SUITES:
-        return _libero_args(args)
-    if bool(args.tasks) == bool(args.suite):
-        p.error("give exactly one of --tasks and --suite")
-    args.tasks = list(MT10_TASKS if args.suite == "MT10" else MT50_TASKS) if args.suite else args.tasks
-    args.cameras = args.cameras or ["corner"]
-    args.max_episode_steps = args.max_episode_steps or 150
-    checks = [
-        (
-            "--tasks",
-            [t for t in args.tasks if t not in MT50_TASKS],
-            "Meta-World MT50 task names like reach-v3",
-        ),
-        ("--cameras", [c for c in args.cameras if c not in CAMERAS], ", ".join(CAMERAS)),
-        (
-            "--episodes-per-task",
-            [args.episodes_per_task] if args.episodes_per_task < 1 else [],
-            "an integer >= 1",
-        ),
+        _libero_args(args)
+    else:
+        if bool(args.tasks) == bool(args.suite):
+            p.error("give exactly one of --tasks and --suite")
+        args.tasks = list(MT10_TASKS if args.suite == "MT10" else MT50_TASKS) if args.suite else args.tasks
+        args.cameras = args.cameras or ["corner"]
+        args.max_episode_steps = args.max_episode_steps or 150
+        _exit_on_first_bad([
+            ("--tasks", [t for t in args.tasks if t not in MT50_TASKS], "Meta-World MT50 task names like reach-v3"),
+            ("--cameras", [c for c in args.cameras if c not in CAMERAS], ", ".join(CAMERAS)),
+        ])  # fmt: skip
+    _exit_on_first_bad(_shared_checks(args))
+    return args
+
+
+def _shared_checks(args: argparse.Namespace) -> list[tuple[str, list, str]]:
+    """The checks of the arguments every simulator takes: (flag, [the bad value] or [], what is allowed)."""
+    return [
+        ("--episodes-per-task", [args.episodes_per_task] if args.episodes_per_task < 1 else [], "an integer >= 1"),
         ("--image-size", [args.image_size] if not 8 <= args.image_size <= 512 else [], "8..512"),
         ("--action-noise", [args.action_noise] if args.action_noise < 0 else [], "a std >= 0"),
-        (
-            "--fail-fraction",
-            [args.fail_fraction] if not 0 <= args.fail_fraction <= 1 else [],
-            "a share in [0, 1]",
-        ),
-        (
-            "--max-episode-steps",
-            [args.max_episode_steps] if args.max_episode_steps < 1 else [],
-            "an integer >= 1",
-        ),
+        ("--fail-fraction", [args.fail_fraction] if not 0 <= args.fail_fraction <= 1 else [], "a share in [0, 1]"),
+        ("--max-episode-steps", [args.max_episode_steps] if args.max_episode_steps < 1 else [], "an integer >= 1"),
         ("--num-envs", [args.num_envs] if args.num_envs < 1 else [], "an integer >= 1"),
         ("--layout-seed", [args.layout_seed] if args.layout_seed < 0 else [], "an integer >= 0"),
         ("--noise-level", [args.noise_level] if args.noise_level < 0 else [], "a flow-SDE noise level >= 0"),
@@ -300,9 +293,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             [args.noise_level] if args.noise_level > 0 and not args.policy_dir else [],
             "0 without --policy-dir (it is the policy's sampling noise)",
         ),
-    ]
-    _exit_on_first_bad(checks)
-    return args
+    ]  # fmt: skip
 
 
 def _exit_on_first_bad(checks: list[tuple[str, list, str]]) -> None:
@@ -312,7 +303,7 @@ def _exit_on_first_bad(checks: list[tuple[str, list, str]]) -> None:
             sys.exit(2)
 
 
-def _libero_args(args: argparse.Namespace) -> argparse.Namespace:
+def _libero_args(args: argparse.Namespace) -> None:
     """A LIBERO suite: its tasks (all by default), cameras and step limit; experts for LIBERO-Object only."""
     from policy_and_value.envs.libero_tasks import CAMERAS as LIBERO_CAMERAS
     from policy_and_value.envs.libero_tasks import MAX_EPISODE_STEPS, suite_tasks
@@ -331,12 +322,7 @@ def _libero_args(args: argparse.Namespace) -> argparse.Namespace:
         ("--suite", [args.suite] if args.suite != "libero_object" and not args.policy_dir else [],
          "libero_object (the scripted expert is LIBERO-Object's pick-and-place)"),
         ("--policy-dir", [args.policy_dir] if args.policy_dir else [], "none yet with a LIBERO suite"),
-        ("--episodes-per-task", [args.episodes_per_task] if args.episodes_per_task < 1 else [], "an integer >= 1"),
-        ("--image-size", [args.image_size] if not 8 <= args.image_size <= 512 else [], "8..512"),
-        ("--fail-fraction", [args.fail_fraction] if not 0 <= args.fail_fraction <= 1 else [], "a share in [0, 1]"),
-        ("--num-envs", [args.num_envs] if args.num_envs < 1 else [], "an integer >= 1"),
     ])  # fmt: skip
-    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from policy_and_value.config.schema import EnvConfig  # noqa: E402
-from policy_and_value.envs.base import EnvSpec, assign_tasks  # noqa: E402
+from policy_and_value.envs.base import EnvSpec  # noqa: E402
 from policy_and_value.envs.libero_tasks import ACTION_DIM, STATE_DIM, suite_tasks  # noqa: E402
 from policy_and_value.envs.simulator import SimulatorEnv  # noqa: E402
 
@@ -52,13 +52,7 @@ class LiberoEnv(SimulatorEnv):
         for t in cfg.tasks:
             if t not in known:
                 raise ValueError(f"env.tasks: {t!r} is not a task of {cfg.suite}")
-        self.cfg = cfg
-        self.num_envs = num_envs
-        self.chunk = cfg.num_action_chunks
-        self.tasks = list(cfg.tasks)
-        self.action_dim = ACTION_DIM
-        self.rng = np.random.default_rng(seed)
-        self.task_ids = assign_tasks(num_envs, len(self.tasks), rank, cfg.group_size, cfg.task_weights)
+        self._init_batch(cfg, num_envs, seed, rank, ACTION_DIM)
         self.envs, self.init_states, self.prompts, self.renderers = [], [], [], []
         self._raw: dict[int, dict[str, np.ndarray]] = {}
         for i in range(num_envs):

@@ -28,7 +28,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from policy_and_value.config.schema import EnvConfig  # noqa: E402
-from policy_and_value.envs.base import EnvSpec, assign_tasks  # noqa: E402
+from policy_and_value.envs.base import EnvSpec  # noqa: E402
 from policy_and_value.envs.metaworld_tasks import (  # noqa: E402
     FULL_STATE_DIM,
     MT50_TASKS,
@@ -68,13 +68,7 @@ class MetaWorldEnv(SimulatorEnv):
         for t in cfg.tasks:
             if t not in MT50_TASKS:
                 raise ValueError(f"env.tasks: {t!r} is not a Meta-World MT50 task")
-        self.cfg = cfg
-        self.num_envs = num_envs
-        self.chunk = cfg.num_action_chunks
-        self.tasks = list(cfg.tasks)
-        self.action_dim = 4
-        self.rng = np.random.default_rng(seed)
-        self.task_ids = assign_tasks(num_envs, len(self.tasks), rank, cfg.group_size, cfg.task_weights)
+        self._init_batch(cfg, num_envs, seed, rank, action_dim=4)
         self.envs, self.layouts = [], []
         for i in range(num_envs):
             env, layouts = _make_task_env(self.tasks[self.task_ids[i]], benchmark_seed=cfg.layout_seed)

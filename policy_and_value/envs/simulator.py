@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from policy_and_value.config.schema import EnvConfig
-from policy_and_value.envs.base import BatchedEnv, Observation
+from policy_and_value.envs.base import BatchedEnv, Observation, assign_tasks
 
 
 class SimulatorEnv(BatchedEnv):
@@ -23,6 +23,16 @@ class SimulatorEnv(BatchedEnv):
     task_ids: np.ndarray
     rng: np.random.Generator
     num_start_states: int  # start states an env can be reset to (reset_state_ids are taken modulo this)
+
+    def _init_batch(self, cfg: EnvConfig, num_envs: int, seed: int, rank: int, action_dim: int) -> None:
+        """The batch's config and sizes, its random stream, and each env's task (``assign_tasks``)."""
+        self.cfg = cfg
+        self.num_envs = num_envs
+        self.chunk = cfg.num_action_chunks
+        self.tasks = list(cfg.tasks)
+        self.action_dim = action_dim
+        self.rng = np.random.default_rng(seed)
+        self.task_ids = assign_tasks(num_envs, len(self.tasks), rank, cfg.group_size, cfg.task_weights)
 
     def _init_episodes(self, raw_state_dim: int, rank: int, video_dir: str | None) -> None:
         """Counters of every env's episode, and the video writer when ``video_dir`` is given."""

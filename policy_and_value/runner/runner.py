@@ -224,12 +224,13 @@ class EmbodiedRunner:
             t1 = time.perf_counter()
         t2 = time.perf_counter()
         refs = self.launch_training(keys)
-        rcfg, this_step = self.cfg.runner, self.global_step + 1
-        saving = rcfg.save_interval > 0 and (
-            this_step % rcfg.save_interval == 0 or this_step == rcfg.max_steps
-        )
+        this_step = self.global_step + 1
         overlapped = 0.0
-        if self.cfg.rollout.overlap_training and not saving and this_step < rcfg.max_steps:
+        if (
+            self.cfg.rollout.overlap_training
+            and not self.saves_at(this_step)
+            and this_step < self.cfg.runner.max_steps
+        ):
             self.pending = self.generate_rollouts()
             overlapped = time.perf_counter() - t2
         train_metrics = self.collect_training(refs)
@@ -305,6 +306,11 @@ class EmbodiedRunner:
         return {f"eval/{k}": v for k, v in merge_stats(stats).items()}
 
     # ------------------------------------------------------------------ checkpoints
+    def saves_at(self, step: int) -> bool:
+        """Whether training step ``step`` ends with a checkpoint (every ``save_interval`` and the last)."""
+        rcfg = self.cfg.runner
+        return rcfg.save_interval > 0 and (step % rcfg.save_interval == 0 or step == rcfg.max_steps)
+
     def save_checkpoint(self) -> str:
         """Write ``global_step_N`` atomically: actor DCP, rollout weights, runner state, config."""
         final = ckpt.step_dir(self.log_dir, self.global_step)
@@ -371,9 +377,7 @@ class EmbodiedRunner:
                 metrics.update(self.last_eval)
             self.metrics.log(metrics, self.global_step)
             self.recent_train = [*self.recent_train, metrics][-TRAIN_SUMMARY_STEPS:]
-            if rcfg.save_interval > 0 and (
-                self.global_step % rcfg.save_interval == 0 or self.global_step == rcfg.max_steps
-            ):
+            if self.saves_at(self.global_step):
                 self.save_checkpoint()
             with open(os.path.join(self.log_dir, "metrics.jsonl"), "a") as f:
                 f.write(json.dumps({"step": self.global_step, **metrics}) + "\n")

@@ -37,6 +37,17 @@ class Episode:
         return int(self.actions.shape[0])
 
 
+def read_index(path: str) -> dict[str, Any]:
+    """A dataset's ``index.json``, checked to be this format and version (ValueError naming the file)."""
+    with open(path) as f:
+        index = json.load(f)
+    if index.get("format") != FORMAT_NAME or index.get("version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{path}: format {index.get('format')} v{index.get('version')}, expected {FORMAT_NAME} v{FORMAT_VERSION}"
+        )
+    return index
+
+
 class EpisodeWriter:
     """Writes episodes into ``root`` and keeps ``index.json`` up to date (atomically replaced).
 
@@ -54,13 +65,7 @@ class EpisodeWriter:
         }
         path = os.path.join(root, INDEX)
         if append and os.path.isfile(path):
-            with open(path) as f:
-                index = json.load(f)
-            if index.get("format") != FORMAT_NAME or index.get("version") != FORMAT_VERSION:
-                raise ValueError(
-                    f"{path}: format {index.get('format')} v{index.get('version')}, expected {FORMAT_NAME} v{FORMAT_VERSION}"
-                )
-            self.index = index
+            self.index = read_index(path)
 
     def write(self, ep: Episode) -> str:
         """Store one episode; returns its path relative to the dataset root."""
@@ -100,12 +105,7 @@ class EpisodeDataset:
             raise FileNotFoundError(
                 f"{root}: no {INDEX}; is this a dataset written by toolkits.collect_episodes?"
             )
-        with open(path) as f:
-            index = json.load(f)
-        if index.get("format") != FORMAT_NAME or index.get("version") != FORMAT_VERSION:
-            raise ValueError(
-                f"{path}: format {index.get('format')} v{index.get('version')}, expected {FORMAT_NAME} v{FORMAT_VERSION}"
-            )
+        index = read_index(path)
         self.root = root
         self.info = index.get("info", {})
         self.summary = index.get("summary", {})
