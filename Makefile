@@ -7,9 +7,10 @@ VPY := $(VENV)/bin/python
 PIP := PIP_EXTRA_INDEX_URL= $(VPY) -m pip --disable-pip-version-check
 STAMP := $(VENV)/.installed
 LIBERO_STAMP := $(VENV)/.installed-libero
+MANISKILL_STAMP := $(VENV)/.installed-maniskill
 export MUJOCO_GL ?= egl
 
-.PHONY: install install-libero quickstart test test-fast lint freeze clean
+.PHONY: install install-libero install-maniskill quickstart test test-fast lint freeze clean
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -31,20 +32,29 @@ $(LIBERO_STAMP): $(STAMP)
 
 install-libero: $(LIBERO_STAMP)
 
+# ManiSkill3 (env_type maniskill), and where the system has no Vulkan driver Mesa's software one (lavapipe,
+# from Debian's bookworm-backports) unpacked into the venv; the system's packages are not touched
+$(MANISKILL_STAMP): $(STAMP) scripts/prepare_vulkan.sh
+	$(PIP) install -q -c constraints.txt -e '.[dev,maniskill]'
+	bash scripts/prepare_vulkan.sh $(VENV)/vulkan
+	touch $(MANISKILL_STAMP)
+
+install-maniskill: $(MANISKILL_STAMP)
+
 quickstart: install
 	bash scripts/run_embodiment.sh quickstart
 
-test: install install-libero
+test: install install-libero install-maniskill
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -q -p no:cacheprovider --timeout=900 tests
 
-test-fast: install install-libero
+test-fast: install install-libero install-maniskill
 	$(VENV)/bin/pytest -q -m "not slow" tests
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
-freeze: install install-libero
+freeze: install install-libero install-maniskill
 	(grep '^#' constraints.txt; $(PIP) freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu/torch==\1/') > constraints.txt.new && mv constraints.txt.new constraints.txt
 
 clean:

@@ -1,14 +1,16 @@
-"""Record Meta-World or LIBERO episodes from scripted expert policies (or a pi0 policy) into the episode format.
+"""Record Meta-World, LIBERO or ManiSkill3 episodes from scripted expert policies (or a pi0 policy) into the episode format.
 
     python -m toolkits.collect_episodes --suite MT10 --episodes-per-task 20 --out data/mt10 \\
         --cameras corner gripperPOV --image-size 64 --action-noise 0.1 --fail-fraction 0.2
     python -m toolkits.collect_episodes --suite libero_object --tasks TASK ... --episodes-per-task 20 \\
         --out data/libero --image-size 64      # LIBERO-Object's pick-and-place expert (make install-libero)
+    python -m toolkits.collect_episodes --suite maniskill --episodes-per-task 20 --out data/maniskill
     python -m toolkits.collect_episodes --tasks reach-v3 --episodes-per-task 30 --out data/policy_rollouts \\
         --cameras corner gripperPOV --policy-dir assets/quickstart/policy --noise-level 0.1
 
 Episodes run batched in one ``MetaWorldEnv`` (or ``LiberoEnv`` for a LIBERO ``--suite``, cameras
-``agentview robot0_eye_in_hand`` and the suite's step limit by default) (one action per step, episodes end at success or at
+``agentview robot0_eye_in_hand`` and the suite's step limit by default; ``ManiSkillEnv`` for ``--suite
+maniskill``: PickCube-v1, PushCube-v1, StackCube-v1, ``base_camera``, 50 steps) (one action per step, episodes end at success or at
 ``--max-episode-steps``). A ``--fail-fraction`` share of episodes is made to fail on purpose (uniform
 random actions), for reward models and advantage labelling; every episode records whether it
 actually succeeded. Prints the success rate per task and stores it in ``index.json``.
@@ -78,14 +80,18 @@ class ExpertActor:
         return np.stack([expert.get_action(s) for expert, s in zip(self.experts, state, strict=True)])
 
 
-class LiberoExpertActor:
-    """LIBERO-Object's scripted pick-and-place expert in each env, acting from the simulator's privileged state."""
+class PrivilegedExpertActor:
+    """The scripted expert of each env's task reading the simulator's privileged state (object and target
+    positions): LIBERO-Object's pick-and-place and ManiSkill's cube tasks."""
 
     def __init__(self, env: Any):
-        from toolkits.experts import expert_for_libero
+        from toolkits.experts import ManiSkillCubePolicy, expert_for_libero
 
         self.env = env
-        self.experts = [expert_for_libero(e.env.obj_of_interest) for e in env.envs]
+        if env.cfg.env_type == "libero":
+            self.experts = [expert_for_libero(e.env.obj_of_interest) for e in env.envs]
+        else:
+            self.experts = [ManiSkillCubePolicy(env.tasks[t]) for t in env.task_ids]
         self.name = "expert"
 
     def reset(self) -> None:
@@ -141,11 +147,12 @@ def collect(
     policy_dir: str | None = None,
     noise_level: float = 0.0,
     layout_seed: int = 0,
-    libero_suite: str | None = None,
+    simulator: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Run rounds of batched episodes until every task has ``episodes_per_task``; returns per-task stats.
     The experts act, or the pi0 policy of ``policy_dir`` (sampled at ``noise_level``), on layouts drawn
-    from the benchmark of ``layout_seed``."""
+    from the benchmark of ``layout_seed``. ``simulator``: env keys of another simulator than Meta-World
+    (``env_type`` libero with its ``suite``, or maniskill)."""
     from policy_and_value.envs.registry import make_env
 
     num_envs = max(len(tasks), num_envs - num_envs % len(tasks))
@@ -153,14 +160,13 @@ def collect(
         env_type="metaworld", tasks=tasks, num_envs=num_envs, num_action_chunks=1, max_episode_steps=max_episode_steps,
         auto_reset=False, cameras=cameras, image_size=image_size, use_images=use_images, layout_seed=layout_seed,
     )  # fmt: skip
-    if libero_suite is not None:
-        cfg = cfg.model_copy(update={"env_type": "libero", "suite": libero_suite, "state_type": "proprio",
-                                     "reward_signal": "success"})  # fmt: skip
+    if simulator is not None:
+        cfg = cfg.model_copy(update={"state_type": "proprio", "reward_signal": "success", **simulator})
     env = make_env(cfg, num_envs, seed=seed)
     if policy_dir:
         actor = PolicyActor(policy_dir, noise_level, seed)
     else:
-        actor = LiberoExpertActor(env) if libero_suite else ExpertActor(tasks, env.task_ids)
+        actor = PrivilegedExpertActor(env) if simulator else ExpertActor(tasks, env.task_ids)
     rng = np.random.default_rng(seed)
     done_per_task: dict[str, int] = defaultdict(int)
     stats: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
@@ -236,8 +242,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--tasks", nargs="+", help="Meta-World task names (MT50), e.g. reach-v3 push-v3")
     p.add_argument(
-        "--suite", choices=["MT10", "MT50", *LIBERO_SUITES],
-        help="all tasks of a Meta-World suite instead of --tasks; a LIBERO suite (its --tasks, or all)",
+        "--suite", choices=["MT10", "MT50", *LIBERO_SUITES, "maniskill"],
+        help="all tasks of a Meta-World suite instead of --tasks; a LIBERO suite or maniskill (its --tasks, or all)",
     )  # fmt: skip
     p.add_argument("--episodes-per-task", type=int, default=10)
     p.add_argument("--out", required=True, help="dataset folder to create")
@@ -256,6 +262,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.suite in LIBERO_SUITES:
         _libero_args(args)
+    elif args.suite == "maniskill":
+        _maniskill_args(args)
     else:
         if bool(args.tasks) == bool(args.suite):
             p.error("give exactly one of --tasks and --suite")
@@ -325,6 +333,32 @@ def _libero_args(args: argparse.Namespace) -> None:
     ])  # fmt: skip
 
 
+def _simulator(suite: str | None) -> dict[str, Any] | None:
+    """The env keys of the simulator ``--suite`` names; None for Meta-World."""
+    if suite in LIBERO_SUITES:
+        return {"env_type": "libero", "suite": suite}
+    return {"env_type": "maniskill"} if suite == "maniskill" else None
+
+
+def _maniskill_args(args: argparse.Namespace) -> None:
+    """ManiSkill3's cube tasks (all by default), its camera and step limit."""
+    from policy_and_value.envs.maniskill_tasks import CAMERAS as MANISKILL_CAMERAS
+    from policy_and_value.envs.maniskill_tasks import TASKS, missing_requirement
+
+    problem = missing_requirement()
+    if problem is not None:
+        print(f"error: --suite=maniskill: {problem}", file=sys.stderr)
+        sys.exit(2)
+    args.tasks = args.tasks or list(TASKS)
+    args.cameras = args.cameras or list(MANISKILL_CAMERAS)
+    args.max_episode_steps = args.max_episode_steps or max(TASKS[t][1] for t in args.tasks if t in TASKS)
+    _exit_on_first_bad([
+        ("--tasks", [t for t in args.tasks if t not in TASKS], ", ".join(TASKS)),
+        ("--cameras", [c for c in args.cameras if c not in MANISKILL_CAMERAS], ", ".join(MANISKILL_CAMERAS)),
+        ("--policy-dir", [args.policy_dir] if args.policy_dir else [], "none yet with --suite maniskill"),
+    ])  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     start = time.time()
@@ -333,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         args.tasks, args.episodes_per_task, args.cameras, args.image_size, args.action_noise, args.fail_fraction,
         args.max_episode_steps, args.seed, args.num_envs, writer=writer, policy_dir=args.policy_dir,
         noise_level=args.noise_level, layout_seed=args.layout_seed,
-        libero_suite=args.suite if args.suite in LIBERO_SUITES else None,
+        simulator=_simulator(args.suite),
     )  # fmt: skip
     writer.close(summary)
     acted = "policy success" if args.policy_dir else "expert success"

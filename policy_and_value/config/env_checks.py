@@ -47,6 +47,36 @@ def _check_libero_env(env: EnvConfig, prefix: str) -> None:
         )
 
 
+def _check_maniskill_env(env: EnvConfig, prefix: str) -> None:
+    """Tasks this project drives, ManiSkill's cameras, proprio state; the package, a Vulkan driver, and CUDA
+    for the GPU simulation."""
+    from policy_and_value.envs.maniskill_tasks import CAMERAS, TASKS, missing_requirement
+
+    for t in env.tasks:
+        if t not in TASKS:
+            close = difflib.get_close_matches(t, list(TASKS), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise config_error(f"{prefix}.tasks", t, f"{hint}allowed: {', '.join(TASKS)}")
+    for cam in env.cameras:
+        if cam not in CAMERAS:
+            raise config_error(f"{prefix}.cameras", cam, f"allowed: {', '.join(CAMERAS)}")
+    if env.state_type != "proprio":
+        raise config_error(
+            f"{prefix}.state_type", env.state_type,
+            "ManiSkill gives proprio (TCP position, axis-angle, gripper: 8 numbers)",
+        )  # fmt: skip
+    problem = missing_requirement()
+    if problem is not None:
+        raise config_error(f"{prefix}.env_type", "maniskill", problem)
+    if env.sim_backend == "gpu":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise config_error(
+                f"{prefix}.sim_backend", "gpu", "needs CUDA, which this machine lacks: set cpu"
+            )
+
+
 def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) -> None:
     if env.env_type == "gym" and len(env.tasks) != 1:
         raise config_error(f"{prefix}.tasks", env.tasks, "env_type gym takes exactly one gymnasium id")
@@ -77,9 +107,11 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
                 )
     elif env.env_type == "libero":
         _check_libero_env(env, prefix)
+    elif env.env_type == "maniskill":
+        _check_maniskill_env(env, prefix)
     elif env.reward_signal != "dense":
         raise config_error(
-            f"{prefix}.reward_signal", env.reward_signal, f"applies to env_type metaworld, not {env.env_type}: set dense"
+            f"{prefix}.reward_signal", env.reward_signal, f"applies to env_type metaworld, libero and maniskill, not {env.env_type}: set dense"
         )  # fmt: skip
     if env.env_type == "world_model":
         _check_world_model_env(env, prefix)

@@ -123,9 +123,10 @@ class VideoConfig(Strict):
 
 
 class EnvConfig(Strict):
-    env_type: Literal["metaworld", "gym", "world_model", "libero"] = "metaworld"
+    env_type: Literal["metaworld", "gym", "world_model", "libero", "maniskill"] = "metaworld"
     # metaworld: MT10/MT50 task names (e.g. "reach-v3"); gym: exactly one gymnasium id; libero: task names
-    # of env.suite (e.g. "pick_up_the_alphabet_soup_and_place_it_in_the_basket")
+    # of env.suite (e.g. "pick_up_the_alphabet_soup_and_place_it_in_the_basket"); maniskill: PickCube-v1,
+    # PushCube-v1, StackCube-v1
     tasks: list[str] = Field(default_factory=lambda: ["reach-v3"], min_length=1)
     # share of the env groups (so of the samples) each task gets, one weight per task; None: equal shares
     task_weights: list[float] | None = None
@@ -138,6 +139,9 @@ class EnvConfig(Strict):
     group_size: int = Field(1, ge=1)
     # libero only: libero_spatial, libero_object, libero_goal, libero_10 or libero_90
     suite: str = "libero_object"
+    # maniskill only: cpu (one simulated scene per env, stepped here) or gpu (each task's envs as one
+    # GPU-simulated ManiSkill env; needs CUDA)
+    sim_backend: Literal["cpu", "gpu"] = "cpu"
     # metaworld and libero
     cameras: list[str] = Field(default_factory=lambda: ["corner"], min_length=1)
     image_size: int = Field(64, ge=8, le=1024)

@@ -23,6 +23,10 @@ def env_sizes(env: EnvConfig) -> tuple[int, int] | None:
         from policy_and_value.envs.libero_tasks import ACTION_DIM, STATE_DIM
 
         return ACTION_DIM, STATE_DIM
+    if env.env_type == "maniskill":
+        from policy_and_value.envs.maniskill_tasks import ACTION_DIM, STATE_DIM
+
+        return ACTION_DIM, STATE_DIM
     if env.env_type == "world_model" and env.dynamics_model_config is not None:
         with open(os.path.join(env.dynamics_model_config, "config.json")) as f:
             return int(json.load(f)["action_dim"]), state_dim

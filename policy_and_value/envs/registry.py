@@ -7,7 +7,7 @@ import os
 from policy_and_value.config.schema import EnvConfig
 from policy_and_value.envs.base import BatchedEnv
 
-ENV_TYPES = ("metaworld", "gym", "world_model", "libero")
+ENV_TYPES = ("metaworld", "gym", "world_model", "libero", "maniskill")
 
 
 def make_env(
@@ -28,6 +28,10 @@ def make_env(
         from policy_and_value.envs.libero_env import LiberoEnv
 
         return LiberoEnv(cfg, num_envs, seed, rank=rank, video_dir=video_dir)
+    if cfg.env_type == "maniskill":
+        from policy_and_value.envs.maniskill_env import ManiSkillEnv
+
+        return ManiSkillEnv(cfg, num_envs, seed, rank=rank, video_dir=video_dir)
     if cfg.env_type == "world_model":
         from world_models.env import WorldModelEnv
 

@@ -1,7 +1,8 @@
 """What the MuJoCo simulator envs (Meta-World, LIBERO) share: per-env episode counters, resets to numbered
 start states, the chunk loop with its episode bookkeeping, frames rendered only at chunk ends for envs
 whose episode goes on, and episode videos. A simulator supplies how to reset one env, step one env and
-render some envs (``_reset_env``, ``_step_env``, ``_render``)."""
+render some envs (``_reset_env``, ``_step_env``, ``_render``), or a batch at once (``_reset_envs``,
+``_step_envs``)."""
 
 from __future__ import annotations
 
@@ -67,6 +68,17 @@ class SimulatorEnv(BatchedEnv):
     def _step_env(self, i: int, action: np.ndarray) -> tuple[float, bool]:
         """One action in env ``i`` (its state into ``self._state[i]``); (the simulator's reward, success)."""
 
+    def _step_envs(self, ids: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One action in each env of ``ids`` (``actions [len(ids), A]``); (rewards, successes) arrays.
+        One env after another here; a simulator that steps a batch at once overrides this."""
+        out = [self._step_env(int(i), a) for i, a in zip(ids, actions, strict=True)]
+        return np.array([r for r, _ in out], dtype=np.float64), np.array([s for _, s in out], dtype=bool)
+
+    def _reset_envs(self, ids: np.ndarray, starts: np.ndarray) -> None:
+        """Reset each env of ``ids`` to its start state (``_reset_env`` one after another by default)."""
+        for i, start in zip(ids, starts, strict=True):
+            self._reset_env(int(i), int(start))
+
     def _observed_state(self) -> np.ndarray:
         """The ``state`` observation of every env (``self._state`` unless the simulator selects from it)."""
         return self._state
@@ -102,9 +114,9 @@ class SimulatorEnv(BatchedEnv):
         return self.rng.integers(0, n, size=len(ids))
 
     def _reset_ids(self, ids: np.ndarray, reset_state_ids: torch.Tensor | None = None) -> None:
-        for i, start in zip(ids, self._starts_for(ids, reset_state_ids), strict=True):
-            self._reset_env(int(i), int(start))
-            self._layout_ids[i] = start
+        starts = self._starts_for(ids, reset_state_ids)
+        self._reset_envs(ids, starts)
+        self._layout_ids[ids] = starts
         self._steps[ids] = 0
         self._return[ids] = 0
         self._success[ids] = False
@@ -134,21 +146,23 @@ class SimulatorEnv(BatchedEnv):
         ended = self._dead.copy()
         recorded = self.video.recording if self.video is not None else ()
         for c in range(C):
-            for i in np.nonzero(~ended)[0]:
-                r, succeeded = self._step_env(int(i), acts[i, c])
-                if self.cfg.reward_signal == "success":  # the outcome, once: the return is success_once
-                    r = float(succeeded and not self._success[i])
-                r = float(r) * self.cfg.reward_scale
-                rewards[i, c] = r
-                self._return[i] += r
-                self._steps[i] += 1
-                self._success[i] |= succeeded
-                if succeeded and not self.cfg.ignore_terminations:
-                    terminated[i] = True
-                elif self._steps[i] >= self.cfg.max_episode_steps:
-                    truncated[i] = True
+            live = np.nonzero(~ended)[0]
+            if not len(live):
+                break
+            r, succeeded = self._step_envs(live, acts[live, c])
+            if self.cfg.reward_signal == "success":  # the outcome, once: the return is success_once
+                r = (succeeded & ~self._success[live]).astype(np.float64)
+            r = r * self.cfg.reward_scale
+            rewards[live, c] = r
+            self._return[live] += r
+            self._steps[live] += 1
+            self._success[live] |= succeeded
+            ends = succeeded & (not self.cfg.ignore_terminations)
+            terminated[live] = ends
+            truncated[live] = ~ends & (self._steps[live] >= self.cfg.max_episode_steps)
+            for j, i in enumerate(live):
                 if i in recorded:
-                    self.video.add(i, self._render(np.array([i]))[0], r, bool(self._success[i]))
+                    self.video.add(i, self._render(np.array([i]))[0], float(r[j]), bool(self._success[i]))
             ended |= terminated | truncated
         finished = (terminated | truncated) & ~self._dead
         obs_now = self._obs()
