@@ -1,0 +1,173 @@
+"""The ManiSkill3 env (env_type maniskill) behind the batched env contract: observations, seeded resets,
+success, episode limits, frames only at chunk ends, the scripted experts on a short horizon, collection,
+config validation (missing driver included) and a job that trains and evaluates."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from policy_and_value.config import ConfigError, load_config
+from policy_and_value.config.schema import EnvConfig
+from policy_and_value.envs import maniskill_tasks
+from policy_and_value.envs.maniskill_env import axis_angle
+from policy_and_value.envs.maniskill_tasks import ACTION_DIM, STATE_DIM, TASKS
+from policy_and_value.envs.registry import make_env
+from toolkits.experts import ManiSkillCubePolicy
+
+pytestmark = pytest.mark.slow  # a ManiSkill env takes a second or two to build, rendering compiles shaders
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cfg(**kw) -> EnvConfig:
+    base = yaml.safe_load((REPO / "configs" / "env" / "maniskill_3tasks.yaml").read_text())
+    return EnvConfig(
+        **{**base, "tasks": ["PickCube-v1", "StackCube-v1"], "image_size": 32, "num_action_chunks": 4, **kw}
+    )
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = make_env(_cfg(), 2, seed=0)
+    yield e
+    e.close()
+
+
+def test_observation_contract(env):
+    obs, info = env.reset(reset_state_ids=torch.tensor([0, 1]))
+    assert obs["images"].shape == (2, 1, 32, 32, 3) and obs["images"].dtype == torch.uint8
+    assert obs["state"].shape == (2, STATE_DIM) and obs["task_id"].tolist() == [0, 1]
+    assert obs["prompt"] == [TASKS["PickCube-v1"][0], TASKS["StackCube-v1"][0]]
+    assert info["reset_state_ids"].tolist() == [0, 1]
+    assert env.spec.action_dim == ACTION_DIM and env.spec.image_shape == (1, 32, 32)
+    assert torch.allclose(obs["state"][:, 6:], torch.tensor(0.04))  # the gripper starts open
+    obs, rewards, terminated, truncated, info = env.chunk_step(torch.zeros(2, 4, ACTION_DIM))
+    assert rewards.shape == (2, 4) and not terminated.any() and not truncated.any() and "episode" not in info
+    assert obs["images"].float().std() > 0  # a scene, not a blank frame
+
+
+def test_a_reset_state_id_seeds_one_layout(env):
+    env.reset(reset_state_ids=torch.tensor([7, 7]))
+    a = env.privileged_obs(0)["cube"]
+    a_frames = env._render(np.arange(2))
+    env.reset(reset_state_ids=torch.tensor([7, 7]))
+    assert np.array_equal(env.privileged_obs(0)["cube"], a) and np.array_equal(
+        env._render(np.arange(2)), a_frames
+    )
+    env.reset(reset_state_ids=torch.tensor([8, 8]))
+    assert not np.allclose(env.privileged_obs(0)["cube"], a)  # another id, another layout
+
+
+def test_actions_move_the_end_effector_and_frames_come_at_chunk_ends_only(env, monkeypatch):
+    obs, _ = env.reset(reset_state_ids=torch.tensor([0, 0]))
+    calls = []
+    render = env._render
+    monkeypatch.setattr(env, "_render", lambda ids: calls.append(len(ids)) or render(ids))
+    actions = torch.zeros(2, 4, ACTION_DIM)
+    actions[:, :, 2] = 1.0  # up, 10 cm per step at most
+    after, _, _, _, _ = env.chunk_step(actions)
+    assert calls == [2]  # one render of both envs for the whole chunk
+    assert (after["state"][:, 2] - obs["state"][:, 2] > 0.05).all()
+
+
+def test_success_ends_the_episode_with_reward_one(env, monkeypatch):
+    env.reset(reset_state_ids=torch.tensor([0, 0]))
+    sim = env.sims[1]
+    evaluate = sim.evaluate
+    monkeypatch.setattr(sim, "evaluate", lambda: {**evaluate(), "success": torch.tensor([True])})
+    _, rewards, terminated, truncated, info = env.chunk_step(torch.zeros(2, 4, ACTION_DIM))
+    assert terminated.tolist() == [False, True] and not truncated.any()
+    assert rewards[1].tolist() == [1.0, 0.0, 0.0, 0.0] and rewards[0].sum() == 0  # reward once, then stops
+    assert info["episode"]["env_ids"].tolist() == [1] and info["episode"]["success_once"].tolist() == [True]
+
+
+def test_episodes_are_truncated_at_the_step_limit(env):
+    saved = env.cfg
+    env.cfg = saved.model_copy(update={"max_episode_steps": 6})
+    try:
+        env.reset(reset_state_ids=torch.tensor([0, 1]))
+        _, _, _, truncated, _ = env.chunk_step(torch.zeros(2, 4, ACTION_DIM))
+        assert not truncated.any()
+        _, _, _, truncated, info = env.chunk_step(torch.zeros(2, 4, ACTION_DIM))
+        assert truncated.all() and info["episode"]["episode_len"].tolist() == [6, 6]
+    finally:
+        env.cfg = saved
+
+
+def test_axis_angle_matches_the_rotation():
+    from scipy.spatial.transform import Rotation
+
+    rotvec = np.array([[0.3, -1.2, 0.5], [0.0, 0.0, 0.0], [2.5, 0.4, -1.0]])
+    xyzw = Rotation.from_rotvec(rotvec).as_quat()
+    wxyz = torch.tensor(xyzw[:, [3, 0, 1, 2]], dtype=torch.float64)
+    assert torch.allclose(axis_angle(wxyz), torch.tensor(rotvec), atol=1e-6)
+    assert torch.allclose(axis_angle(-wxyz), torch.tensor(rotvec), atol=1e-6)  # q and -q: one rotation
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_the_scripted_expert_succeeds(task):
+    """Each cube expert on two layouts, no images (it needs 15-46 of the 50 steps)."""
+    e = make_env(_cfg(tasks=[task], use_images=False, auto_reset=False, num_action_chunks=1), 2, seed=0)
+    try:
+        e.reset(reset_state_ids=torch.tensor([3, 4]))
+        experts = [ManiSkillCubePolicy(task) for _ in range(2)]
+        succeeded = np.zeros(2, dtype=bool)
+        for _ in range(50):
+            a = np.stack([x.get_action(e.privileged_obs(i)) for i, x in enumerate(experts)])
+            _, _, terminated, truncated, _ = e.chunk_step(torch.as_tensor(a, dtype=torch.float32)[:, None])
+            succeeded |= terminated.numpy()
+            if (terminated | truncated).all():
+                break
+        assert succeeded.all()
+    finally:
+        e.close()
+
+
+def test_collecting_expert_episodes(tmp_path):
+    from toolkits.collect_episodes import main
+    from toolkits.episodes import EpisodeDataset
+
+    out = tmp_path / "eps"
+    argv = ["--suite", "maniskill", "--tasks", "PushCube-v1", "--episodes-per-task", "1", "--num-envs", "1",
+            "--image-size", "16", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    ep = EpisodeDataset(str(out))[0]
+    assert ep.meta["success_once"] and ep.success[-1] and ep.length < 50  # success ends the episode
+    assert ep.images.shape == (ep.length + 1, 1, 16, 16, 3) and ep.state.shape == (ep.length + 1, 8)
+    assert ep.actions.shape == (ep.length, 7) and ep.meta["prompt"] == TASKS["PushCube-v1"][0]
+
+
+def test_the_maniskill_job_config_validates_and_bad_keys_are_named(monkeypatch):
+    cfg = load_config("ppo_pi0_maniskill", [])
+    assert cfg.env.train.env_type == "maniskill" and cfg.env.eval.sim_backend == "cpu"
+    bad = {
+        "env.train.tasks=[PickCube-v2]": "did you mean 'PickCube-v1'",
+        "env.train.cameras=[hand_camera]": "allowed: base_camera",
+        "env.train.state_type=full": "ManiSkill gives proprio",
+    }
+    if not torch.cuda.is_available():
+        bad["env.train.sim_backend=gpu"] = "needs CUDA"
+    for override, fragment in bad.items():
+        with pytest.raises(ConfigError, match=fragment):
+            load_config("ppo_pi0_maniskill", [override])
+    monkeypatch.setattr(maniskill_tasks, "vulkan_icd", lambda: None)
+    with pytest.raises(ConfigError, match="needs a Vulkan driver.*make install-maniskill"):
+        load_config("ppo_pi0_maniskill", [])
+
+
+def test_a_maniskill_job_trains_and_evaluates(tmp_path):
+    """The shipped ManiSkill job as a user runs it, shrunk: one task, one env each for training and evaluation."""
+    from tests.runtime.jobs import run_and_read
+
+    rows = run_and_read("ppo_pi0_maniskill", tmp_path, "maniskill", [
+        "env.train.tasks=[PickCube-v1]", "env.eval.tasks=[PickCube-v1]", "env.train.num_envs=1", "env.eval.num_envs=1",
+        "env.eval_episodes=1", "env.eval.max_episode_steps=8", "env.train.image_size=32", "env.eval.image_size=32",
+        "algorithm.n_chunk_steps=2", "actor.global_batch_size=2", "actor.micro_batch_size=2",
+        "runner.max_steps=1", "runner.val_check_interval=1", "runner.save_interval=-1", "runner.progress_bar=false",
+    ])  # fmt: skip
+    assert [r["step"] for r in rows] == [1]
+    assert "train/actor/ratio" in rows[0] and rows[0]["time/generate_rollouts"] > 0
+    assert rows[0]["eval/episode_steps"] == 8 and "eval/success_once" in rows[0]  # truncated at the limit
+    assert list((tmp_path / "maniskill" / "videos" / "eval").glob("*.mp4"))
