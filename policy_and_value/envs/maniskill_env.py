@@ -20,6 +20,8 @@ normalised dense reward (``reward_signal: dense``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -34,6 +36,20 @@ from policy_and_value.envs.maniskill_tasks import (
     use_vulkan_driver,
 )
 from policy_and_value.envs.simulator import SimulatorEnv
+
+
+def _detach(tree: Any) -> Any:
+    """A copy of a ManiSkill state dict on the CPU (tensors cloned), for a checkpoint."""
+    if isinstance(tree, dict):
+        return {k: _detach(v) for k, v in tree.items()}
+    return tree.detach().clone().cpu() if isinstance(tree, torch.Tensor) else tree
+
+
+def _to_device(tree: Any, device: torch.device) -> Any:
+    if isinstance(tree, dict):
+        return {k: _to_device(v, device) for k, v in tree.items()}
+    return tree.to(device) if isinstance(tree, torch.Tensor) else tree
+
 
 # the objects and targets scripted experts read, by the attribute names ManiSkill's tasks give them
 PRIVILEGED = ("cube", "obj", "cubeA", "cubeB", "goal_site", "goal_region")
@@ -168,6 +184,23 @@ class ManiSkillEnv(SimulatorEnv):
             success[rows] = info["success"].reshape(-1)[slots].cpu().numpy()
             self._read_state(int(k))
         return rewards, success
+
+    # ------------------------------------------------------------------ checkpoint
+    def _sim_state(self) -> list[dict[str, Any]]:
+        """Every ManiSkill env's simulation state (poses and velocities of the robot, objects and goal
+        markers; joint positions) and the grips held."""
+        return [
+            {
+                "sims": [_detach(sim.get_state_dict()) for sim in self.sims],
+                "last_grip": self._last_grip.copy(),
+            }
+        ]
+
+    def _set_sim_state(self, sims: list[dict[str, Any]]) -> None:
+        for k, (sim, saved) in enumerate(zip(self.sims, sims[0]["sims"], strict=True)):
+            sim.set_state_dict(_to_device(saved, sim.device))
+            self._read_state(k)
+        self._last_grip = sims[0]["last_grip"].copy()
 
     def _close_sim(self) -> None:
         for sim in self.sims:

@@ -128,8 +128,8 @@ class MetaWorldEnv(SimulatorEnv):
         return float(r), bool(info["success"])
 
     # ------------------------------------------------------------------ checkpoint
-    def get_state(self) -> dict[str, Any]:
-        """MuJoCo integration state and the plain Python attributes of every env, plus counters."""
+    def _sim_state(self) -> list[dict[str, Any]]:
+        """MuJoCo integration state, the task's model fields and the plain Python attributes of every env."""
         spec = mujoco.mjtState.mjSTATE_INTEGRATION
         envs = []
         for env in self.envs:
@@ -138,20 +138,11 @@ class MetaWorldEnv(SimulatorEnv):
             attrs = {k: copy.deepcopy(v) for k, v in env.__dict__.items() if k not in _SNAPSHOT_SKIP}
             model = {f: getattr(env.model, f).copy() for f in _MODEL_FIELDS}
             envs.append({"physics": phys, "attrs": attrs, "model": model})
-        return {
-            "envs": envs,
-            "rng": copy.deepcopy(self.rng.bit_generator.state),
-            "arrays": {
-                k: getattr(self, k).copy()
-                for k in ("_state", "_steps", "_return", "_success", "_dead", "_layout_ids")
-            },
-            "frames": None if self._frames is None else self._frames.copy(),
-            "started": self._started,
-        }
+        return envs
 
-    def set_state(self, state: dict[str, Any]) -> None:
+    def _set_sim_state(self, sims: list[dict[str, Any]]) -> None:
         spec = mujoco.mjtState.mjSTATE_INTEGRATION
-        for env, s in zip(self.envs, state["envs"], strict=True):
+        for env, s in zip(self.envs, sims, strict=True):
             env.__dict__.update(copy.deepcopy(s["attrs"]))
             for f, v in s["model"].items():
                 getattr(env.model, f)[...] = v
@@ -162,12 +153,6 @@ class MetaWorldEnv(SimulatorEnv):
             mujoco.mj_setState(
                 env.model, env.data, s["physics"], spec
             )  # forward rewrote the solver warm-start
-        self.rng.bit_generator.state = state["rng"]
-        for k, v in state["arrays"].items():
-            setattr(self, k, v.copy())
-        frames = state.get("frames")
-        self._frames = None if frames is None else frames.copy()
-        self._started = state["started"]
 
     def _close_sim(self) -> None:
         for r in {id(r): r for r in self.renderers}.values():

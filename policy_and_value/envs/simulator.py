@@ -7,6 +7,7 @@ render some envs (``_reset_env``, ``_step_env``, ``_render``), or a batch at onc
 from __future__ import annotations
 
 import abc
+import copy
 from typing import Any
 
 import numpy as np
@@ -192,6 +193,43 @@ class SimulatorEnv(BatchedEnv):
             torch.as_tensor(truncated),
             info,
         )
+
+    # ------------------------------------------------------------------ checkpoint
+    COUNTERS = ("_state", "_steps", "_return", "_success", "_dead", "_layout_ids")
+
+    def _sim_state(self) -> Any:
+        """The simulators' own state, enough to continue every episode exactly; None where unsupported."""
+        return None
+
+    def _set_sim_state(self, sims: Any) -> None:
+        """Restore what ``_sim_state`` returned."""
+        raise NotImplementedError(f"{type(self).__name__} cannot restore env state")
+
+    def get_state(self) -> dict[str, Any] | None:
+        """The simulators' state plus the episode counters, random stream and last frames (checkpoints);
+        None when the simulator cannot give its state (episodes then restart on resume)."""
+        sims = self._sim_state()
+        if sims is None:
+            return None
+        return {
+            "sims": sims,
+            "rng": copy.deepcopy(self.rng.bit_generator.state),
+            "arrays": {k: getattr(self, k).copy() for k in self.COUNTERS},
+            "frames": None if self._frames is None else self._frames.copy(),
+            "started": self._started,
+        }
+
+    def set_state(self, state: dict[str, Any] | None) -> None:
+        """Restore what ``get_state`` returned."""
+        if state is None:
+            return
+        self._set_sim_state(state["sims"] if "sims" in state else state["envs"])  # "envs": older checkpoints
+        self.rng.bit_generator.state = state["rng"]
+        for k, v in state["arrays"].items():
+            setattr(self, k, v.copy())
+        frames = state.get("frames")
+        self._frames = None if frames is None else frames.copy()
+        self._started = state["started"]
 
     def close(self) -> None:
         """Flush videos, then let the simulator release its renderers and envs (``_close_sim``)."""
