@@ -116,6 +116,16 @@ def test_a_checkpointed_env_state_continues_the_episodes(env):
         assert torch.equal(r1, r2) and torch.equal(te1, te2) and torch.equal(tr1, tr2)
 
 
+def test_dense_rewards_are_maniskills_normalised_shaping():
+    e = make_env(_cfg(tasks=["PickCube-v1"], reward_signal="dense", use_images=False), 1, seed=0)
+    try:
+        e.reset(reset_state_ids=torch.tensor([0]))
+        _, rewards, _, _, _ = e.chunk_step(torch.zeros(1, 4, ACTION_DIM))
+        assert ((rewards > 0) & (rewards < 1)).all()  # reaching reward: the TCP is near, not at, the cube
+    finally:
+        e.close()
+
+
 def test_axis_angle_matches_the_rotation():
     from scipy.spatial.transform import Rotation
 
