@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from policy_and_value.runner import checkpoint as ckpt
-from policy_and_value.runner.runner import EmbodiedRunner, Stream, eval_summary, interval_union, train_summary
+from policy_and_value.runner.report import eval_summary, interval_union, train_summary
+from policy_and_value.runner.runner import EmbodiedRunner, Stream
 
 
 def test_interval_union_merges_overlaps_and_clips():
