@@ -29,7 +29,12 @@ def env_sizes(env: EnvConfig) -> tuple[int, int] | None:
         return ACTION_DIM, STATE_DIM
     if env.env_type == "world_model" and env.dynamics_model_config is not None:
         with open(os.path.join(env.dynamics_model_config, "config.json")) as f:
-            return int(json.load(f)["action_dim"]), state_dim
+            saved = json.load(f)
+        # a model trained on all of its episodes' state (state_type full) imagines states of that size:
+        # Meta-World's 39, or LIBERO's 8 (its episodes record the proprioception only)
+        if env.state_type == "full" and "state_dim" in saved:
+            state_dim = int(saved["state_dim"])
+        return int(saved["action_dim"]), state_dim
     return None
 
 

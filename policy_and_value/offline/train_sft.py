@@ -96,6 +96,7 @@ def train_sft(cfg: SFTConfig, log=print) -> Path:
     """Train, checkpoint and write ``<output_dir>/policy``; returns that directory."""
     from policy_and_value.algorithms.lr_schedule import warmup_cosine_lambda
     from policy_and_value.envs.base import EnvSpec
+    from policy_and_value.envs.metaworld_tasks import select_state
     from policy_and_value.models.pi0 import Stats, from_pretrained, save_pretrained
     from policy_and_value.models.registry import make_policy
     from policy_and_value.offline.augment import color_jitter, random_shift
@@ -113,7 +114,7 @@ def train_sft(cfg: SFTConfig, log=print) -> Path:
     train_ids, held_ids = split_episodes(episodes.entries, cfg.data.holdout_fraction, cfg.train.seed)
     first = episodes[train_ids[0]]
     cameras = cfg.data.cameras or list(episodes.info.get("cameras", []))
-    state_dim = first.state.shape[1] if cfg.data.state_type == "full" else 4
+    state_dim = select_state(first.state, cfg.data.state_type).shape[1]
     spec = EnvSpec(
         action_dim=first.actions.shape[1],
         num_action_chunks=cfg.model.num_action_chunks or 4,
