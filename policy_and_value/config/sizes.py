@@ -32,7 +32,7 @@ def env_sizes(env: EnvConfig) -> tuple[int, int] | None:
             saved = json.load(f)
         # a model trained on all of its episodes' state (state_type full) imagines states of that size:
         # Meta-World's 39, or LIBERO's 8 (its episodes record the proprioception only)
-        if env.state_type == "full" and "state_dim" in saved:
+        if env.state_type == "full" and int(saved.get("state_dim", 0)) > 0:  # 0: a model without state input
             state_dim = int(saved["state_dim"])
         return int(saved["action_dim"]), state_dim
     return None
