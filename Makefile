@@ -46,7 +46,7 @@ quickstart: install
 
 test: install install-libero install-maniskill
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest -q -p no:cacheprovider --timeout=900 tests
+	$(VENV)/bin/pytest -q -p no:cacheprovider --timeout=900 --durations=15 tests
 
 test-fast: install install-libero install-maniskill
 	$(VENV)/bin/pytest -q -m "not slow" tests
