@@ -6,8 +6,9 @@
 #
 #   bash scripts/libero_loop.sh [OUT]        (default OUT: logs/libero_loop; needs make install-libero)
 #
-# Sizes come from environment variables (defaults: the CPU run of benchmarks/README.md, "LIBERO loop"):
-#   EPISODES=10 RM_STEPS=600 IL_STEPS=1500 EVAL_EPISODES=6 PPO_STEPS=4 VAE_STEPS=300 DYN_STEPS=400 RL_STEPS=6
+# Sizes come from environment variables (defaults: the CPU run of benchmarks/README.md, "LIBERO loop";
+# EVAL_EPISODES per task, for every evaluation):
+#   EPISODES=10 RM_STEPS=600 IL_STEPS=6000 EVAL_EPISODES=6 PPO_STEPS=4 VAE_STEPS=300 DYN_STEPS=400 RL_STEPS=6
 # EPISODES_DIR=DIR reuses episodes collected before (toolkits.collect_episodes) instead of collecting.
 # Running it again with the same OUT skips the stages whose outputs exist; STOP_AFTER="STAGE NAME" stops
 # after that stage (e.g. STOP_AFTER="PPO in LIBERO"), so the loop can run in parts.
@@ -20,7 +21,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"
 OUT="${1:-logs/libero_loop}"
 EPISODES="${EPISODES:-10}"
 RM_STEPS="${RM_STEPS:-600}"
-IL_STEPS="${IL_STEPS:-1500}"
+IL_STEPS="${IL_STEPS:-6000}"
 EVAL_EPISODES="${EVAL_EPISODES:-6}"
 PPO_STEPS="${PPO_STEPS:-4}"
 VAE_STEPS="${VAE_STEPS:-300}"
@@ -60,15 +61,16 @@ once "$OUT/eval_imitation.md" "evaluate imitation" eval_imitation
 once "$OUT/ppo/checkpoints/global_step_$PPO_STEPS" "PPO in LIBERO" "$PY" -m policy_and_value.train ppo_pi0_libero \
   env@env.train=libero_object_loop env@env.eval=libero_object_loop rollout.model_dir="$OUT/sft/policy" \
   model.pi0.with_advantage_condition=true model.num_action_chunks=4 algorithm.n_chunk_steps=20 \
+  model.pi0.noise_level=0.1 actor.optim.lr=1e-5 actor.optim.value_lr=1e-3 \
   runner.max_steps="$PPO_STEPS" runner.val_check_interval="$PPO_STEPS" runner.save_interval="$PPO_STEPS" \
-  env.eval_episodes="$EVAL_EPISODES" runner.logger.log_path="$OUT" runner.logger.experiment_name=ppo
+  env.eval_episodes="$((${#TASKS[@]} * EVAL_EPISODES))" runner.logger.log_path="$OUT" runner.logger.experiment_name=ppo
 once "$OUT/wm/model" "world model" "$PY" -m world_models.train world_model/ltx_libero data.path="$EP" output_dir="$OUT/wm" \
   train.vae_steps="$VAE_STEPS" train.dynamics_steps="$DYN_STEPS"
 once "$OUT/rl_release_libero/checkpoints/global_step_$RL_STEPS" "rl_release_libero" "$PY" -m policy_and_value.train rl_release_libero \
   rollout.model_dir="$OUT/sft/policy" env.train.dynamics_model_config="$OUT/wm/model" \
   env.train.reward_model_config="$OUT/rm/model" env.train.dynamics_model_image_root="$EP" \
   algorithm.offline_data_path="$OUT/offline_episodes" runner.max_steps="$RL_STEPS" \
-  runner.val_check_interval="$RL_STEPS" runner.save_interval="$RL_STEPS" env.eval_episodes="$EVAL_EPISODES" \
+  runner.val_check_interval="$RL_STEPS" runner.save_interval="$RL_STEPS" env.eval_episodes="$((${#TASKS[@]} * EVAL_EPISODES))" \
   runner.logger.log_path="$OUT" runner.logger.experiment_name=rl_release_libero
 
 print_stages libero_loop

@@ -78,30 +78,25 @@ def test_the_shipped_loop_configs_compose_with_libero_sizes(models):
     validates beside a ``libero`` group (proprio, 8) with 7-dim actions; the loop's offline configs load."""
     from policy_and_value.config import ConfigError
     from policy_and_value.config.env_checks import env_groups
-    from policy_and_value.config.sizes import env_sizes
-
-    cfg = load_config("rl_release_libero", _overrides(models))
-    groups = dict(env_groups(cfg.env.train))
-    assert [g.env_type for g in groups.values()] == [
-        "world_model",
-        "libero",
-    ] and cfg.env.eval.env_type == "libero"
-    assert [env_sizes(g) for g in groups.values()] == [(7, 8), (7, 8)] and env_sizes(cfg.env.eval) == (7, 8)
-    with pytest.raises(ConfigError, match="action_dim=4"):  # a Meta-World-sized policy is named
-        load_config("rl_release_libero", [*_overrides(models), "rollout.model_dir=assets/quickstart/policy"])
     from policy_and_value.config.load import compose_config
+    from policy_and_value.config.sizes import env_sizes
     from policy_and_value.offline.config import SFTConfig
     from reward_models.config import RewardModelJob
     from world_models.config import WorldModelJob
 
+    cfg = load_config("rl_release_libero", _overrides(models))
+    groups = dict(env_groups(cfg.env.train))
+    assert [g.env_type for g in groups.values()] == ["world_model", "libero"]
+    assert [env_sizes(g) for g in groups.values()] == [(7, 8), (7, 8)]
+    assert cfg.env.eval.env_type == "libero" and env_sizes(cfg.env.eval) == (7, 8)
+    with pytest.raises(ConfigError, match="action_dim=4"):  # a Meta-World-sized policy is named
+        load_config("rl_release_libero", [*_overrides(models), "rollout.model_dir=assets/quickstart/policy"])
     sft = SFTConfig.model_validate(compose_config("offline/sft_pi0_libero", []))
     assert sft.data.state_type == "full" and sft.model.num_action_chunks == 4
-    assert (
-        WorldModelJob.model_validate(compose_config("world_model/ltx_libero", [])).model["action_chunk"] == 4
-    )
-    assert (
-        RewardModelJob.model_validate(compose_config("reward/progress_libero", [])).model.kind == "progress"
-    )
+    wm = WorldModelJob.model_validate(compose_config("world_model/ltx_libero", []))
+    assert wm.model["action_chunk"] == 4 and wm.data.state_type == "full"
+    rm = RewardModelJob.model_validate(compose_config("reward/progress_libero", []))
+    assert rm.model.kind == "progress"
 
 
 def test_rl_release_libero_trains_on_imagined_and_real_libero_envs(models, tmp_path):
@@ -110,12 +105,7 @@ def test_rl_release_libero_trains_on_imagined_and_real_libero_envs(models, tmp_p
     rows = run_and_read("rl_release_libero", tmp_path, "loop", _overrides(models))
     assert [r["step"] for r in rows] == [1]
     row = rows[0]
-    for key in (
-        "env/imagined/return",
-        "env/real/return",
-        "train/actor/fm_loss",
-        "train/actor/offline_fm_loss",
-    ):
+    for key in ("env/imagined/return", "env/real/return", "train/actor/fm_loss", "train/actor/offline_fm_loss"):  # fmt: skip
         assert key in row and math.isfinite(row[key]), key
     assert row["eval/episode_steps"] == 8 and "eval/success_once" in row  # evaluated in LIBERO, truncated
 
