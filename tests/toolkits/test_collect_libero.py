@@ -39,3 +39,20 @@ def test_bad_libero_arguments_are_one_line(tmp_path, capsys, argv, fragment):
         main([*argv, "--out", str(tmp_path / "x")])
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2 and "\n" not in err and fragment in err
+
+
+def test_the_expert_aligns_before_descending_and_holds_the_bottle_by_its_cap():
+    import numpy as np
+
+    from toolkits.experts import LiberoPickPlacePolicy
+
+    raw = {"robot0_eef_pos": np.array([0.005, 0.0, 0.193]), "salad_dressing_1_pos": np.zeros(3),
+           "basket_1_pos": np.array([0.0, 0.3, 0.0])}  # fmt: skip
+    expert = LiberoPickPlacePolicy("salad_dressing_1")
+    expert.get_action(raw)
+    assert expert.phase == 0  # within 1 cm of the point above, but 5 mm sideways: not yet
+    raw["robot0_eef_pos"] = np.array([0.002, 0.0, 0.12])
+    expert.get_action(raw)
+    assert expert.phase == 1
+    action = expert.get_action({**raw, "robot0_eef_pos": np.array([0.0, 0.0, 0.045])})
+    assert np.allclose(action[:3], 0) and expert.phase == 2  # at the cap's height the descent is over
