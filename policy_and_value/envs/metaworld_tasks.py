@@ -6,6 +6,9 @@ the installed metaworld.
 
 from __future__ import annotations
 
+# the cameras of Meta-World's scene an env can render
+CAMERAS = ("corner", "corner2", "corner3", "corner4", "topview", "behindGripper", "gripperPOV")
+
 PROMPTS: dict[str, str] = {
     "assembly-v3": "pick up the nut and place it onto the peg",
     "basketball-v3": "dunk the basketball into the basket",

@@ -15,6 +15,7 @@ from policy_and_value.envs import maniskill_tasks
 from policy_and_value.envs.maniskill_env import axis_angle
 from policy_and_value.envs.maniskill_tasks import ACTION_DIM, STATE_DIM, TASKS
 from policy_and_value.envs.registry import make_env
+from tests.envs.simulator_contract import check_success_rewards_once, check_truncation_at_the_step_limit
 from toolkits.experts import ManiSkillCubePolicy
 
 pytestmark = pytest.mark.slow  # a ManiSkill env takes a second or two to build, rendering compiles shaders
@@ -77,23 +78,11 @@ def test_success_ends_the_episode_with_reward_one(env, monkeypatch):
     sim = env.sims[1]
     evaluate = sim.evaluate
     monkeypatch.setattr(sim, "evaluate", lambda: {**evaluate(), "success": torch.tensor([True])})
-    _, rewards, terminated, truncated, info = env.chunk_step(torch.zeros(2, 4, ACTION_DIM))
-    assert terminated.tolist() == [False, True] and not truncated.any()
-    assert rewards[1].tolist() == [1.0, 0.0, 0.0, 0.0] and rewards[0].sum() == 0  # reward once, then stops
-    assert info["episode"]["env_ids"].tolist() == [1] and info["episode"]["success_once"].tolist() == [True]
+    check_success_rewards_once(env, ACTION_DIM)
 
 
 def test_episodes_are_truncated_at_the_step_limit(env):
-    saved = env.cfg
-    env.cfg = saved.model_copy(update={"max_episode_steps": 6})
-    try:
-        env.reset(reset_state_ids=torch.tensor([0, 1]))
-        _, _, _, truncated, _ = env.chunk_step(torch.zeros(2, 4, ACTION_DIM))
-        assert not truncated.any()
-        _, _, _, truncated, info = env.chunk_step(torch.zeros(2, 4, ACTION_DIM))
-        assert truncated.all() and info["episode"]["episode_len"].tolist() == [6, 6]
-    finally:
-        env.cfg = saved
+    check_truncation_at_the_step_limit(env, ACTION_DIM)
 
 
 def test_a_checkpointed_env_state_continues_the_episodes(env):
