@@ -1,11 +1,12 @@
-"""Success of a policy in the real Meta-World or LIBERO simulator, per task, over a fixed number of episodes.
+"""Success of a policy in the real Meta-World, LIBERO or ManiSkill3 simulator, per task, over a fixed number of episodes.
 
     python -m policy_and_value.offline.evaluate --model-dir logs/sft/policy --tasks reach-v3 push-v3 \\
         --episodes 50 --cameras corner gripperPOV
     python -m policy_and_value.offline.evaluate --model-dir logs/sft/policy --suite libero_object \\
         --tasks pick_up_the_ketchup_and_place_it_in_the_basket --episodes 10
+    python -m policy_and_value.offline.evaluate --model-dir logs/sft/policy --suite maniskill --tasks PickCube-v1
 
-Episodes run batched in one env (``MetaWorldEnv``, or ``LiberoEnv`` with ``--suite``; deterministic ODE
+Episodes run batched in one env (``MetaWorldEnv``, or ``LiberoEnv`` / ``ManiSkillEnv`` with ``--suite``; deterministic ODE
 sampling, ``mode="eval"``); an episode succeeds when the env reports success before ``--max-episode-steps``.
 """
 
@@ -15,6 +16,7 @@ import argparse
 import sys
 import time
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,12 +37,13 @@ def evaluate_in_metaworld(
     num_envs: int | None = None,
     seed: int = 1000,
     layout_seed: int = 0,
-    libero_suite: str | None = None,
+    simulator: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Run rounds of batched episodes until every task has ``episodes_per_task``; per-task success.
     Layouts are drawn (by ``seed``) from the 50 per task of ``layout_seed`` (``EnvConfig.layout_seed``).
-    With ``libero_suite`` (e.g. ``libero_object``) the episodes run in that LIBERO suite instead: its
-    init states drawn by ``seed``, its proprio state and success (``state_type`` is then ignored)."""
+    ``simulator``: env keys of another simulator (``{"env_type": "libero", "suite": "libero_object"}`` or
+    ``{"env_type": "maniskill"}``): its start states drawn by ``seed``, its proprio state and success
+    (``state_type`` is then ignored)."""
     from policy_and_value.envs.registry import make_env
 
     num_envs = num_envs or len(tasks) * min(episodes_per_task, 10)
@@ -50,9 +53,8 @@ def evaluate_in_metaworld(
         max_episode_steps=max_episode_steps, auto_reset=False, cameras=cameras, image_size=image_size,
         state_type=state_type, layout_seed=layout_seed,
     )  # fmt: skip
-    if libero_suite is not None:
-        cfg = cfg.model_copy(update={"env_type": "libero", "suite": libero_suite, "state_type": "proprio",
-                                     "reward_signal": "success"})  # fmt: skip
+    if simulator is not None:
+        cfg = cfg.model_copy(update={"state_type": "proprio", "reward_signal": "success", **simulator})
     env = make_env(cfg, num_envs, seed=seed)
     results: dict[str, list[bool]] = defaultdict(list)
     policy.eval()
@@ -93,14 +95,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model-dir", required=True, help="a policy directory (e.g. <sft output_dir>/policy)")
     p.add_argument("--tasks", nargs="+", help="task names (with --suite: default all of the suite)")
     p.add_argument(
-        "--suite", default=None, help="a LIBERO suite (e.g. libero_object) to evaluate in instead of Meta-World"
+        "--suite", default=None,
+        help="a LIBERO suite (e.g. libero_object) or maniskill to evaluate in instead of Meta-World",
     )  # fmt: skip
     p.add_argument("--episodes", type=int, default=50, help="episodes per task")
-    p.add_argument("--cameras", nargs="+", default=None, help="default: corner (LIBERO: both of its cameras)")
+    p.add_argument(
+        "--cameras",
+        nargs="+",
+        default=None,
+        help="default: corner (LIBERO: both of its cameras; ManiSkill: base_camera)",
+    )
     p.add_argument("--image-size", type=int, default=64)
     p.add_argument("--state-type", choices=["full", "proprio"], default="full")
     p.add_argument(
-        "--max-episode-steps", type=int, default=None, help="default: 150 (LIBERO: the suite's limit)"
+        "--max-episode-steps",
+        type=int,
+        default=None,
+        help="default: 150 (LIBERO: the suite's limit; ManiSkill: 50)",
     )
     p.add_argument("--num-envs", type=int, default=None)
     p.add_argument("--seed", type=int, default=1000)
@@ -108,11 +119,22 @@ def main(argv: list[str] | None = None) -> int:
         "--layout-seed", type=int, default=0, help="which 50 layouts per task (another than training's: unseen ones)"
     )  # fmt: skip
     args = p.parse_args(argv)
-    if args.suite is not None:
+    simulator = None
+    if args.suite == "maniskill":
+        from policy_and_value.envs.maniskill_tasks import CAMERAS, TASKS
+
+        unknown = [t for t in args.tasks or [] if t not in TASKS]
+        if unknown:
+            p.error(f"--tasks {' '.join(unknown)}: allowed: {', '.join(TASKS)}")
+        args.tasks = args.tasks or list(TASKS)
+        args.cameras = args.cameras or list(CAMERAS)
+        args.max_episode_steps = args.max_episode_steps or max(TASKS[t][1] for t in args.tasks)
+        simulator = {"env_type": "maniskill"}
+    elif args.suite is not None:
         from policy_and_value.envs.libero_tasks import CAMERAS, MAX_EPISODE_STEPS, suite_tasks
 
         if args.suite not in MAX_EPISODE_STEPS:
-            p.error(f"--suite {args.suite}: allowed: {', '.join(MAX_EPISODE_STEPS)}")
+            p.error(f"--suite {args.suite}: allowed: {', '.join(MAX_EPISODE_STEPS)}, maniskill")
         known = list(suite_tasks(args.suite))
         unknown = [t for t in args.tasks or [] if t not in known]
         if unknown:
@@ -120,15 +142,18 @@ def main(argv: list[str] | None = None) -> int:
         args.tasks = args.tasks or known
         args.cameras = args.cameras or list(CAMERAS)
         args.max_episode_steps = args.max_episode_steps or MAX_EPISODE_STEPS[args.suite]
+        simulator = {"env_type": "libero", "suite": args.suite}
     elif not args.tasks:
-        p.error("--tasks is required (Meta-World task names) unless --suite names a LIBERO suite")
+        p.error(
+            "--tasks is required (Meta-World task names) unless --suite names a LIBERO suite or maniskill"
+        )
     args.cameras = args.cameras or ["corner"]
     args.max_episode_steps = args.max_episode_steps or 150
     start = time.time()
     policy = from_pretrained(args.model_dir)
     res = evaluate_in_metaworld(
         policy, args.tasks, args.episodes, args.cameras, args.image_size, args.state_type,
-        args.max_episode_steps, args.num_envs, args.seed, args.layout_seed, args.suite,
+        args.max_episode_steps, args.num_envs, args.seed, args.layout_seed, simulator,
     )  # fmt: skip
     print("| task | episodes | success |\n|---|---|---|")
     for task, r in res.items():
