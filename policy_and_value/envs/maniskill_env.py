@@ -142,9 +142,6 @@ class ManiSkillEnv(SimulatorEnv):
         return out
 
     # ------------------------------------------------------------------ reset and step
-    def _reset_env(self, i: int, start: int) -> None:
-        self._reset_envs(np.array([i]), np.array([start]))
-
     def _reset_envs(self, ids: np.ndarray, starts: np.ndarray) -> None:
         seeds = self.cfg.layout_seed * NUM_RESET_STATES + np.asarray(starts, dtype=np.int64)
         for k in np.unique(self._sim_of[ids]):
@@ -161,10 +158,6 @@ class ManiSkillEnv(SimulatorEnv):
             self._read_state(int(k))
         self._last_grip[ids] = 1.0
 
-    def _step_env(self, i: int, action: np.ndarray) -> tuple[float, bool]:
-        r, s = self._step_envs(np.array([i]), action[None])
-        return float(r[0]), bool(s[0])
-
     def _step_envs(self, ids: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One action in each env of ``ids``: each ManiSkill env holding some steps all its scenes at once
         (the others hold still, their gripper as last commanded)."""
@@ -178,9 +171,7 @@ class ManiSkillEnv(SimulatorEnv):
             batch[self._slot[ids[rows]]] = actions[rows]
             _, reward, _, _, info = sim.step(torch.as_tensor(batch, device=sim.device))
             slots = torch.as_tensor(self._slot[ids[rows]])
-            rewards[rows] = (
-                torch.as_tensor(reward).reshape(-1)[slots].cpu().numpy() if reward is not None else 0.0
-            )
+            rewards[rows] = reward.reshape(-1)[slots].cpu().numpy()  # zeros with reward_mode "none"
             success[rows] = info["success"].reshape(-1)[slots].cpu().numpy()
             self._read_state(int(k))
         return rewards, success

@@ -61,13 +61,15 @@ class SimulatorEnv(BatchedEnv):
     def _render(self, ids: np.ndarray) -> np.ndarray:
         """uint8 [len(ids), V, H, W, 3] frames of the given envs."""
 
-    @abc.abstractmethod
     def _reset_env(self, i: int, start: int) -> None:
-        """Reset env ``i`` to start state ``start`` and write its state into ``self._state[i]``."""
+        """Reset env ``i`` to start state ``start`` and write its state into ``self._state[i]`` (a simulator
+        supplies this or ``_reset_envs``)."""
+        raise NotImplementedError(f"{type(self).__name__} supplies neither _reset_env nor _reset_envs")
 
-    @abc.abstractmethod
     def _step_env(self, i: int, action: np.ndarray) -> tuple[float, bool]:
-        """One action in env ``i`` (its state into ``self._state[i]``); (the simulator's reward, success)."""
+        """One action in env ``i`` (its state into ``self._state[i]``); (the simulator's reward, success)
+        (a simulator supplies this or ``_step_envs``)."""
+        raise NotImplementedError(f"{type(self).__name__} supplies neither _step_env nor _step_envs")
 
     def _step_envs(self, ids: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One action in each env of ``ids`` (``actions [len(ids), A]``); (rewards, successes) arrays.
