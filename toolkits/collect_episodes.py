@@ -260,10 +260,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--noise-level", type=float, default=0.0, help="its flow-SDE noise (0: deterministic)")
     p.add_argument("--layout-seed", type=int, default=0, help="which 50 layouts per task (env.*.layout_seed)")
     args = p.parse_args(argv)
-    if args.suite in LIBERO_SUITES:
-        _libero_args(args)
-    elif args.suite == "maniskill":
-        _maniskill_args(args)
+    args.simulator = None  # Meta-World
+    if args.suite in (*LIBERO_SUITES, "maniskill"):
+        _suite_args(args)
     else:
         if bool(args.tasks) == bool(args.suite):
             p.error("give exactly one of --tasks and --suite")
@@ -311,63 +310,42 @@ def _exit_on_first_bad(checks: list[tuple[str, list, str]]) -> None:
             sys.exit(2)
 
 
-def _libero_args(args: argparse.Namespace) -> None:
-    """A LIBERO suite: its tasks (all by default), cameras and step limit; experts for LIBERO-Object only."""
-    from policy_and_value.envs.libero_tasks import CAMERAS as LIBERO_CAMERAS
-    from policy_and_value.envs.libero_tasks import MAX_EPISODE_STEPS, suite_tasks
+def _suite_args(args: argparse.Namespace) -> None:
+    """A LIBERO suite or maniskill: its tasks (all by default), cameras and step limit; the LIBERO expert is
+    LIBERO-Object's only, and no policy acts in these suites yet."""
+    from policy_and_value.envs.suites import suite
 
     try:
-        known = list(suite_tasks(args.suite))
+        facts = suite(args.suite)
     except ImportError as err:
         print(f"error: --suite={args.suite}: {err}", file=sys.stderr)
         sys.exit(2)
-    args.tasks = args.tasks or known
-    args.cameras = args.cameras or list(LIBERO_CAMERAS)
-    args.max_episode_steps = args.max_episode_steps or MAX_EPISODE_STEPS[args.suite]
+    args.simulator = facts.env_keys
+    args.tasks = args.tasks or facts.tasks
+    args.cameras = args.cameras or list(facts.cameras)
+    args.max_episode_steps = args.max_episode_steps or facts.step_limit(args.tasks)
+    libero = args.suite in LIBERO_SUITES
     _exit_on_first_bad([
-        ("--tasks", [t for t in args.tasks if t not in known], f"task names of {args.suite}"),
-        ("--cameras", [c for c in args.cameras if c not in LIBERO_CAMERAS], ", ".join(LIBERO_CAMERAS)),
-        ("--suite", [args.suite] if args.suite != "libero_object" and not args.policy_dir else [],
+        ("--tasks", [t for t in args.tasks if t not in facts.tasks], facts.tasks_allowed),
+        ("--cameras", [c for c in args.cameras if c not in facts.cameras], ", ".join(facts.cameras)),
+        ("--suite", [args.suite] if libero and args.suite != "libero_object" and not args.policy_dir else [],
          "libero_object (the scripted expert is LIBERO-Object's pick-and-place)"),
-        ("--policy-dir", [args.policy_dir] if args.policy_dir else [], "none yet with a LIBERO suite"),
-    ])  # fmt: skip
-
-
-def _simulator(suite: str | None) -> dict[str, Any] | None:
-    """The env keys of the simulator ``--suite`` names; None for Meta-World."""
-    if suite in LIBERO_SUITES:
-        return {"env_type": "libero", "suite": suite}
-    return {"env_type": "maniskill"} if suite == "maniskill" else None
-
-
-def _maniskill_args(args: argparse.Namespace) -> None:
-    """ManiSkill3's cube tasks (all by default), its camera and step limit."""
-    from policy_and_value.envs.maniskill_tasks import CAMERAS as MANISKILL_CAMERAS
-    from policy_and_value.envs.maniskill_tasks import TASKS, missing_requirement
-
-    problem = missing_requirement()
-    if problem is not None:
-        print(f"error: --suite=maniskill: {problem}", file=sys.stderr)
-        sys.exit(2)
-    args.tasks = args.tasks or list(TASKS)
-    args.cameras = args.cameras or list(MANISKILL_CAMERAS)
-    args.max_episode_steps = args.max_episode_steps or max(TASKS[t][1] for t in args.tasks if t in TASKS)
-    _exit_on_first_bad([
-        ("--tasks", [t for t in args.tasks if t not in TASKS], ", ".join(TASKS)),
-        ("--cameras", [c for c in args.cameras if c not in MANISKILL_CAMERAS], ", ".join(MANISKILL_CAMERAS)),
-        ("--policy-dir", [args.policy_dir] if args.policy_dir else [], "none yet with --suite maniskill"),
+        ("--policy-dir", [args.policy_dir] if args.policy_dir else [],
+         "none yet with a LIBERO suite" if libero else "none yet with --suite maniskill"),
     ])  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     start = time.time()
-    writer = EpisodeWriter(args.out, info={k: v for k, v in vars(args).items() if k != "suite"})
+    writer = EpisodeWriter(
+        args.out, info={k: v for k, v in vars(args).items() if k not in ("suite", "simulator")}
+    )
     summary = collect(
         args.tasks, args.episodes_per_task, args.cameras, args.image_size, args.action_noise, args.fail_fraction,
         args.max_episode_steps, args.seed, args.num_envs, writer=writer, policy_dir=args.policy_dir,
         noise_level=args.noise_level, layout_seed=args.layout_seed,
-        simulator=_simulator(args.suite),
+        simulator=args.simulator,
     )  # fmt: skip
     writer.close(summary)
     acted = "policy success" if args.policy_dir else "expert success"

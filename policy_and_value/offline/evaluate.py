@@ -120,30 +120,27 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     args = p.parse_args(argv)
     simulator = None
-    if args.suite == "maniskill":
-        from policy_and_value.envs.maniskill_tasks import CAMERAS, TASKS
+    if args.suite is not None:
+        from policy_and_value.envs.libero_tasks import MAX_EPISODE_STEPS
+        from policy_and_value.envs.suites import suite
 
-        unknown = [t for t in args.tasks or [] if t not in TASKS]
-        if unknown:
-            p.error(f"--tasks {' '.join(unknown)}: allowed: {', '.join(TASKS)}")
-        args.tasks = args.tasks or list(TASKS)
-        args.cameras = args.cameras or list(CAMERAS)
-        args.max_episode_steps = args.max_episode_steps or max(TASKS[t][1] for t in args.tasks)
-        simulator = {"env_type": "maniskill"}
-    elif args.suite is not None:
-        from policy_and_value.envs.libero_tasks import CAMERAS, MAX_EPISODE_STEPS, suite_tasks
-
-        if args.suite not in MAX_EPISODE_STEPS:
+        try:
+            facts = suite(args.suite)
+        except KeyError:
             p.error(f"--suite {args.suite}: allowed: {', '.join(MAX_EPISODE_STEPS)}, maniskill")
-        known = list(suite_tasks(args.suite))
-        unknown = [t for t in args.tasks or [] if t not in known]
+        unknown = [t for t in args.tasks or [] if t not in facts.tasks]
         if unknown:
-            p.error(f"--tasks {' '.join(unknown)}: not tasks of {args.suite}")
-        args.tasks = args.tasks or known
-        args.cameras = args.cameras or list(CAMERAS)
-        args.max_episode_steps = args.max_episode_steps or MAX_EPISODE_STEPS[args.suite]
-        simulator = {"env_type": "libero", "suite": args.suite}
-    elif not args.tasks:
+            allowed = (
+                f"allowed: {facts.tasks_allowed}"
+                if args.suite == "maniskill"
+                else f"not tasks of {args.suite}"
+            )
+            p.error(f"--tasks {' '.join(unknown)}: {allowed}")
+        args.tasks = args.tasks or facts.tasks
+        args.cameras = args.cameras or list(facts.cameras)
+        args.max_episode_steps = args.max_episode_steps or facts.step_limit(args.tasks)
+        simulator = facts.env_keys
+    if args.suite is None and not args.tasks:
         p.error(
             "--tasks is required (Meta-World task names) unless --suite names a LIBERO suite or maniskill"
         )
