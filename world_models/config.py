@@ -49,6 +49,7 @@ class StateNetConfig(Strict):
     ensemble_size: int = Field(5, ge=1)  # members: their disagreement flags hallucinated rollouts
     hidden: int = Field(256, ge=1)
     layers: int = Field(3, ge=1)
+    reward_head: bool = True  # also learn the data's reward from the state (a shaped reward in imagination)
 
 
 class StateTrainConfig(Strict):
@@ -61,6 +62,7 @@ class StateTrainConfig(Strict):
     weight_decay: float = Field(1e-4, ge=0.0)
     warmup_steps: int = Field(100, ge=0)
     success_weight: float = Field(1.0, ge=0.0)  # weight of the success classifier's loss
+    reward_weight: float = Field(1.0, ge=0.0)  # weight of the reward head's loss (model.reward_head)
     log_interval: int = Field(250, ge=1)
     seed: int = 0
 

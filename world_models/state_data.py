@@ -1,5 +1,5 @@
 """Training windows for the state model: from every step of every episode, the next ``horizon`` chunks of
-actions, the states after each action and the success flags, padded past the episode's end and masked.
+actions, the states after each action, their rewards and the success flags, padded past the episode's end and masked.
 
 Windows that run past an episode's end keep zero actions and the last state, with mask 0 there, so the
 success chunk at the end of a successful episode (often shorter than a chunk) is trained on too.
@@ -18,7 +18,7 @@ class StateWindows:
 
     def __init__(self, episodes, indices: list[int], chunk: int, horizon: int, state_type: str = "full"):
         self.steps = chunk * horizon
-        states, actions, success, valid, starts, prompts = [], [], [], [], [], []
+        states, actions, rewards, success, valid, starts, prompts = [], [], [], [], [], [], []
         offset = 0
         for i in indices:
             acts = episodes.read(i, "actions").astype(np.float32)  # no frames are read
@@ -26,6 +26,11 @@ class StateWindows:
             st = select_state(episodes.read(i, "state"), state_type).astype(np.float32)
             states.append(np.concatenate([st, np.repeat(st[-1:], pad, 0)]))
             actions.append(np.concatenate([acts, np.zeros((pad + 1, acts.shape[1]), np.float32)]))
+            rewards.append(
+                np.concatenate(
+                    [episodes.read(i, "rewards").astype(np.float32), np.zeros(pad + 1, np.float32)]
+                )
+            )
             flags = episodes.read(i, "success").astype(np.float32)
             success.append(np.concatenate([flags, np.zeros(pad + 1, np.float32)]))
             valid.append(np.concatenate([np.ones(t_len, np.float32), np.zeros(pad + 1, np.float32)]))
@@ -36,6 +41,7 @@ class StateWindows:
             raise ValueError("no windows: the selected episodes have no actions")
         self.states = torch.from_numpy(np.concatenate(states))  # [M, S], state j before action j
         self.actions = torch.from_numpy(np.concatenate(actions))
+        self.rewards = torch.from_numpy(np.concatenate(rewards))  # reward of action j
         self.success = torch.from_numpy(np.concatenate(success))  # success after action j
         self.valid = torch.from_numpy(np.concatenate(valid))
         self.starts = torch.tensor(starts)
@@ -46,13 +52,14 @@ class StateWindows:
 
     def batch(self, index: torch.Tensor) -> dict[str, torch.Tensor | list[str]]:
         """For windows ``index`` (any shape I): ``state`` [I, S] at the start, ``actions`` [I, H*C, A],
-        ``next_states`` [I, H*C, S] after each action, ``success`` and ``mask`` [I, H*C], ``prompt``."""
+        ``next_states`` [I, H*C, S] after each action, ``reward``, ``success`` and ``mask`` [I, H*C], ``prompt``."""
         first = self.starts[index]
         steps = first[..., None] + torch.arange(self.steps)
         return {
             "state": self.states[first],
             "actions": self.actions[steps],
             "next_states": self.states[steps + 1],
+            "reward": self.rewards[steps],
             "success": self.success[steps],
             "mask": self.valid[steps],
             "prompt": list(self.prompts[index.reshape(-1).numpy()]),

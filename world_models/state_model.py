@@ -3,7 +3,9 @@ success classifier on states. It grounds imagination in what the simulator's sta
 
 Each of ``ensemble_size`` members maps (normalised state, the chunk's actions, task) to the state after
 every action of the chunk (as changes from the chunk's start, scaled per dimension by the typical change
-over one chunk), and a second head maps (state, task) to the logit that the task is solved in that state.
+over one chunk), a second head maps (state, task) to the logit that the task is solved in that state, and
+an optional third (``reward_head``) to the simulator's reward for the action that led to that state (its
+shaped reward is a function of the state: ``benchmarks/state_reward_fit.py``).
 Members differ by initialisation and training batches; each member rolls its own trajectory, so their
 disagreement grows where the model has not seen the data (``disagreement``: the hallucination signal).
 All members run as one batched matmul per layer (``EnsembleLinear``), no Python loop over members.
@@ -43,6 +45,7 @@ class StateModelConfig:
     # (empty: no renderer); frames are the dynamics model's VAE decoding of them
     latent_shape: list[int] = field(default_factory=list)
     render_hidden: int = 512
+    reward_head: bool = False  # also predict the reward of the action that led to a state
 
     def __post_init__(self) -> None:
         checks = [
@@ -100,6 +103,9 @@ class StateModel(nn.Module):
         tasks = len(cfg.prompts)
         self.dynamics = ensemble_mlp(k, s + c * cfg.action_dim + tasks, cfg.hidden, cfg.layers, c * s)
         self.success = ensemble_mlp(k, s + tasks, cfg.hidden, cfg.layers, 1)
+        if cfg.reward_head:
+            self.reward = ensemble_mlp(k, s + tasks, cfg.hidden, cfg.layers, 1)
+            self.register_buffer("reward_std", torch.ones(()))  # the head predicts reward / reward_std
         if cfg.latent_shape:
             width = cfg.render_hidden
             self.renderer = nn.Sequential(
@@ -142,16 +148,27 @@ class StateModel(nn.Module):
         deltas = self.dynamics(inputs).reshape(k, n, self.cfg.action_chunk, s) * self.delta_std
         return states[:, :, None] + deltas
 
-    def success_logits(self, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
-        """states [K, N, ..., S] (member k's head reads member k's states), tasks one-hot [N, T] (or
-        [K, N, T]) -> logits [K, N, ...]."""
+    def _state_head(self, head: nn.Module, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
+        """Apply a per-member head on (state, task): states [K, N, ..., S] (member k's head reads member
+        k's states), tasks one-hot [N, T] (or [K, N, T]) -> [K, N, ...]."""
         k, n = states.shape[:2]
         flat = states.reshape(k, n, -1, states.shape[-1])
         task = tasks.expand(k, n, -1)[:, :, None].expand(k, n, flat.shape[2], -1)
         inputs = torch.cat([self._normalise(flat), task], dim=-1).reshape(
             k, -1, flat.shape[-1] + task.shape[-1]
         )
-        return self.success(inputs).reshape(k, n, *states.shape[2:-1])
+        return head(inputs).reshape(k, n, *states.shape[2:-1])
+
+    def success_logits(self, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
+        """Each member's logit that the task is solved: states [K, N, ..., S] -> [K, N, ...]."""
+        return self._state_head(self.success, states, tasks)
+
+    def reward_values(self, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
+        """Each member's reward of the action that led to each state, in the data's units: states
+        [K, N, ..., S] -> [K, N, ...]; an error for a model trained without ``reward_head``."""
+        if not self.cfg.reward_head:
+            raise ValueError("this state model has no reward head (it was trained without model.reward_head)")
+        return self._state_head(self.reward, states, tasks) * self.reward_std
 
     @torch.no_grad()
     def success_prob(self, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:

@@ -41,7 +41,8 @@ def check_job(job: StateModelJob) -> None:
 
 def rollout_losses(model, batch: dict, horizon: int, pos_weight: float) -> dict[str, torch.Tensor]:
     """Open-loop state error over ``horizon`` chunks (in units of each dimension's typical change over
-    one chunk) and the success classifier's weighted cross-entropy on real and predicted states."""
+    one chunk), the success classifier's weighted cross-entropy and, with a reward head, its squared error
+    (in units of the rewards' std) on real and predicted states."""
     k, n = batch["state"].shape[:2]
     tasks = model.task_one_hot(batch["prompt"]).reshape(k, n, -1)
     chunk = model.cfg.action_chunk
@@ -62,7 +63,14 @@ def rollout_losses(model, batch: dict, horizon: int, pos_weight: float) -> dict[
     target = batch["success"].expand_as(logits)
     bce = F.binary_cross_entropy_with_logits(logits, target, weight=weight.expand_as(logits), reduction="sum")
     success_loss = bce / (2 * weight.sum().clamp(min=1))
-    return {"state": state_loss, "success": success_loss}
+    losses = {"state": state_loss, "success": success_loss}
+    if model.cfg.reward_head:
+        values = torch.stack(
+            [model.reward_values(batch["next_states"], tasks), model.reward_values(pred.detach(), tasks)]
+        )
+        err = ((values - batch["reward"]) / model.reward_std).pow(2)
+        losses["reward"] = (err * mask).sum() / (2 * mask.sum().clamp(min=1))
+    return losses
 
 
 @torch.no_grad()
@@ -100,11 +108,24 @@ def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> di
     prob_real = model.success_prob(real[None].expand(k, -1, -1, -1), tasks)[mask].numpy()
     prob_pred = model.success_prob(pred, tasks)[mask].numpy()
     labels = batch["success"][0][mask].numpy() > 0
+    reward_fit = {}
+    if model.cfg.reward_head:  # R^2 of the members' mean reward against the recorded one
+        target = batch["reward"][0][mask]
+
+        def r2(values: torch.Tensor) -> float:
+            return float(
+                1 - (values.mean(0)[mask] - target).pow(2).mean() / target.var(correction=0).clamp(min=1e-12)
+            )
+
+        reward_fit = {
+            "reward_r2_real_states": r2(model.reward_values(real[None].expand(k, -1, -1, -1), tasks)),
+            "reward_r2_predicted_states": r2(model.reward_values(pred, tasks)),
+        }
     return {
         "open_loop_rms": rms(mean_end, real_end), "stays_rms": rms(stays, real_end),
         "hand_error_m": hand(mean_end, real_end), "stays_hand_error_m": hand(stays, real_end),
         "success_auc_real_states": auc(prob_real, labels), "success_auc_predicted_states": auc(prob_pred, labels),
-        "positives": float(labels.sum()),
+        "positives": float(labels.sum()), **reward_fit,
     }  # fmt: skip
 
 
@@ -215,9 +236,12 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
             state_dim=data.states.shape[1], action_dim=data.actions.shape[1], action_chunk=chunk, prompts=prompts,
             ensemble_size=job.model.ensemble_size, hidden=job.model.hidden, layers=job.model.layers,
             latent_shape=list(dynamics.noise_shape()[1:]) if dynamics else [], render_hidden=job.render.hidden,
+            reward_head=job.model.reward_head,
         )  # fmt: skip
         model = StateModel(cfg)
         model.fit_statistics(data.states[data.valid > 0], data.chunk_deltas(chunk))
+        if cfg.reward_head:
+            model.reward_std.fill_(float(data.rewards[data.valid > 0].std().clamp(min=1e-6)))
     positives = float((data.success * data.valid).sum())
     pos_weight = float((data.valid.sum() - positives) / max(positives, 1.0))
     opt = torch.optim.AdamW(model.parameters(), lr=job.train.lr, weight_decay=job.train.weight_decay)
@@ -232,14 +256,16 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
         batch = data.batch(torch.randint(0, len(data), (k, job.train.batch_size)))
         losses = rollout_losses(model, batch, horizon, pos_weight)
         loss = losses["state"] + job.train.success_weight * losses["success"]
+        if "reward" in losses:
+            loss = loss + job.train.reward_weight * losses["reward"]
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
         if step % job.train.log_interval == 0 or step == job.train.steps:
-            log(f"state model step {step}/{job.train.steps}: state={losses['state'].item():.4g}, "
-                f"success={losses['success'].item():.4g} ({time.time() - start:.0f} s)")  # fmt: skip
+            parts = ", ".join(f"{name}={value.item():.4g}" for name, value in losses.items())
+            log(f"state model step {step}/{job.train.steps}: {parts} ({time.time() - start:.0f} s)")
     model.eval()
     if held is not None:
         metrics = evaluate(model, held, horizon)

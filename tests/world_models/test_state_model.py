@@ -30,8 +30,9 @@ def _model(**kw) -> StateModel:
 
 @pytest.fixture(scope="module")
 def rule_episodes(tmp_path_factory) -> str:
-    """Episodes of a known world: the first state entries move by 0.05 x the action, and the task is solved
-    once entry 0 passes 0.3 (the episode ends there, as Meta-World's do)."""
+    """Episodes of a known world: the first state entries move by 0.05 x the action, the task is solved
+    once entry 0 passes 0.3 (the episode ends there, as Meta-World's do), and an action's reward is shaped
+    by the state it leads to (10 x entry 0 + 2)."""
     root = str(tmp_path_factory.mktemp("rule_episodes"))
     writer = EpisodeWriter(root, info={"cameras": ["corner", "gripperPOV"], "image_size": 32})
     rng = np.random.default_rng(0)
@@ -50,8 +51,8 @@ def rule_episodes(tmp_path_factory) -> str:
         t = len(actions)
         meta = {"prompt": PROMPTS[task], "task": task, "success_once": bool(success[-1])}
         images = rng.integers(0, 255, size=(t + 1, 2, 32, 32, 3), dtype=np.uint8)
-        writer.write(Episode(images, np.stack(states), np.stack(actions), np.zeros(t, np.float32),
-                             np.array(success), meta))  # fmt: skip
+        rewards = np.array([10 * x[0] + 2 for x in states[1:]], np.float32)
+        writer.write(Episode(images, np.stack(states), np.stack(actions), rewards, np.array(success), meta))
     writer.close({})
     return root
 
@@ -79,6 +80,12 @@ def test_rollout_shapes_members_and_round_trip(tmp_path):
     assert torch.equal(loaded.rollout_chunk(states, _actions(5), tasks), path)
     with pytest.raises(ValueError, match="unknown prompts"):
         model.task_one_hot(["open the door"])
+    with pytest.raises(ValueError, match="no reward head"):  # a model saved before reward heads existed
+        model.reward_values(path, tasks)
+    rewarded = _model(reward_head=True)
+    assert rewarded.reward_values(path, tasks).shape == (3, 5, 4)
+    again = StateModel.from_pretrained(rewarded.save_pretrained(tmp_path / "rewarded"))
+    assert torch.equal(again.reward_values(path, tasks), rewarded.reward_values(path, tasks))
 
 
 def test_windows_line_up_actions_states_and_success(rule_episodes):
@@ -93,6 +100,8 @@ def test_windows_line_up_actions_states_and_success(rule_episodes):
     assert torch.equal(b["next_states"][0], torch.from_numpy(ep.state[1:9]))
     assert b["mask"][1].tolist() == [1] + [0] * 7  # the last step: one action, then padding
     assert b["success"][1, 0] == float(ep.success[-1]) and b["success"][1, 1:].sum() == 0
+    assert torch.equal(b["reward"][0], torch.from_numpy(ep.rewards[:8]))  # the reward of each action
+    assert b["reward"][1, 0] == float(ep.rewards[-1]) and b["reward"][1, 1:].sum() == 0
     assert (b["actions"][1, 1:] == 0).all() and torch.equal(
         b["next_states"][1, 0], torch.from_numpy(ep.state[-1])
     )
@@ -108,6 +117,8 @@ def test_learns_the_dynamics_and_the_success_rule(rule_episodes, tmp_path, capsy
     metrics = dict(kv.split("=") for kv in log.split("held out: ")[1].splitlines()[0].split(", "))
     assert float(metrics["open_loop_rms"]) < 0.5 * float(metrics["stays_rms"])
     assert float(metrics["success_auc_real_states"]) > 0.9
+    assert float(metrics["reward_r2_real_states"]) > 0.8  # the shaped reward, read off the state
+    assert float(metrics["reward_r2_predicted_states"]) > 0.5  # ... and off the imagined states
     # the success rule: entry 0 above 0.3
     solved, unsolved = torch.zeros(1, 1, 6), torch.zeros(1, 1, 6)
     solved[..., 0], unsolved[..., 0] = 0.45, 0.0
@@ -116,6 +127,9 @@ def test_learns_the_dynamics_and_the_success_rule(rule_episodes, tmp_path, capsy
     assert model.success_prob(solved.expand(k, -1, -1), tasks) > model.success_prob(
         unsolved.expand(k, -1, -1), tasks
     )
+    with torch.no_grad():
+        reward = model.reward_values(torch.cat([solved, unsolved], 1).expand(k, -1, -1), tasks).mean(0)
+    assert abs(float(reward[0] - reward[1]) - 4.5) < 1.5  # 10 x (0.45 - 0), in the data's units
 
 
 def test_renderer_trains_against_a_dynamics_models_vae(rule_episodes, tmp_path, capsys):
