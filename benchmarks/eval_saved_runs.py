@@ -6,7 +6,7 @@
 Why: ``imagination_gain.py`` evaluates on layouts training never sees; evaluating the same saved weights
 on the training layouts (``--layout-seed`` of the train env) tells a gain that does not carry over to
 new layouts from one that is not there at all. ``imitation`` stands for the config's start policy; a run
-directory's latest checkpoint (``checkpoints/latest``) is loaded. Evaluation is ``imagination_gain``'s own
+directory's latest checkpoint (``checkpoints/latest``, as the exporter resolves it) is loaded. Evaluation is ``imagination_gain``'s own
 (ODE sampling, the same noise draws and layouts for every policy of a seed). Prints success per task and
 the mean for each run, and with ``--out`` writes them as JSON.
 """
@@ -14,25 +14,24 @@ the mean for each run, and with ``--out`` writes them as JSON.
 from __future__ import annotations
 
 import argparse
-import os
 
 from imagination_gain import evaluate
 
 from policy_and_value.config import load_config
 from toolkits.atomic import write_json_atomically
+from toolkits.ckpt_convertor.export_policy import ExportError, resolve_checkpoint
 
 
 def latest_weights(run_dir: str) -> str:
-    """The rollout weights of the newest checkpoint of a run directory."""
-    ckpt = os.path.join(run_dir, "checkpoints")
-    if not os.path.exists(os.path.join(ckpt, "latest")):
-        raise SystemExit(f"--runs {run_dir}: no checkpoints/latest (not a run directory, or nothing saved)")
-    with open(os.path.join(ckpt, "latest")) as f:
-        step = f.read().strip()
-    path = os.path.join(ckpt, step, "rollout", "model.safetensors")
-    if not os.path.exists(path):
+    """The rollout weights of a run directory's latest checkpoint (or of a ``global_step_N`` directory)."""
+    try:
+        step = resolve_checkpoint(run_dir)
+    except ExportError:
+        raise SystemExit(f"--runs {run_dir}: no such directory") from None
+    path = step / "rollout" / "model.safetensors"
+    if not path.is_file():
         raise SystemExit(f"--runs {run_dir}: no rollout weights at {path}")
-    return path
+    return str(path)
 
 
 def main() -> None:
