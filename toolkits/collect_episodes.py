@@ -42,9 +42,9 @@ from policy_and_value.envs.metaworld_tasks import (
     select_state,
     state_type_for,
 )
+from policy_and_value.envs.suites import LIBERO_SUITES
+from policy_and_value.envs.suites import NAMES as SUITES
 from toolkits.episodes import Episode, EpisodeWriter
-
-LIBERO_SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
 
 
 def expert_for(task: str) -> Any:
@@ -242,7 +242,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--tasks", nargs="+", help="Meta-World task names (MT50), e.g. reach-v3 push-v3")
     p.add_argument(
-        "--suite", choices=["MT10", "MT50", *LIBERO_SUITES, "maniskill"],
+        "--suite", choices=["MT10", "MT50", *SUITES],
         help="all tasks of a Meta-World suite instead of --tasks; a LIBERO suite or maniskill (its --tasks, or all)",
     )  # fmt: skip
     p.add_argument("--episodes-per-task", type=int, default=10)
@@ -261,7 +261,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--layout-seed", type=int, default=0, help="which 50 layouts per task (env.*.layout_seed)")
     args = p.parse_args(argv)
     args.simulator = None  # Meta-World
-    if args.suite in (*LIBERO_SUITES, "maniskill"):
+    if args.suite in SUITES:
         _suite_args(args)
     else:
         if bool(args.tasks) == bool(args.suite):

@@ -7,6 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from policy_and_value.envs.libero_tasks import MAX_EPISODE_STEPS  # LIBERO's facts only, no simulator
+
+LIBERO_SUITES = tuple(MAX_EPISODE_STEPS)
+NAMES = (*LIBERO_SUITES, "maniskill")  # every suite ``suite`` knows
+
 
 @dataclass(frozen=True)
 class Suite:
@@ -36,9 +41,9 @@ def suite(name: str) -> Suite:
             raise ImportError(problem)
         return Suite({"env_type": "maniskill"}, list(TASKS), ", ".join(TASKS), CAMERAS,
                      {t: limit for t, (_, limit) in TASKS.items()})  # fmt: skip
-    from policy_and_value.envs.libero_tasks import CAMERAS, MAX_EPISODE_STEPS, suite_tasks
+    from policy_and_value.envs.libero_tasks import CAMERAS, suite_tasks
 
-    if name not in MAX_EPISODE_STEPS:
+    if name not in LIBERO_SUITES:
         raise KeyError(name)
     known = list(suite_tasks(name))
     return Suite({"env_type": "libero", "suite": name}, known, f"task names of {name}", CAMERAS,

@@ -121,13 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     simulator = None
     if args.suite is not None:
-        from policy_and_value.envs.libero_tasks import MAX_EPISODE_STEPS
-        from policy_and_value.envs.suites import suite
+        from policy_and_value.envs.suites import NAMES, suite
 
         try:
             facts = suite(args.suite)
         except KeyError:
-            p.error(f"--suite {args.suite}: allowed: {', '.join(MAX_EPISODE_STEPS)}, maniskill")
+            p.error(f"--suite {args.suite}: allowed: {', '.join(NAMES)}")
         unknown = [t for t in args.tasks or [] if t not in facts.tasks]
         if unknown:
             allowed = (
