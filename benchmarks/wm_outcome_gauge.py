@@ -6,7 +6,7 @@
 From each start (frame 0 of a recorded episode in ``--starts``, e.g. ``toolkits.collect_episodes`` of the
 config's tasks, cameras and image size: its layout is rebuilt in Meta-World from the episode's
 ``reset_state_id``) the config's policy (``rollout.model_dir``) plays ``--samples`` whole episodes
-(``--episode-steps`` actions, ending at success) sampled as a training rollout draws them
+(``--episode-steps`` actions, ending at success unless the env's ``ignore_terminations``) sampled as a training rollout draws them
 (``policy.predict(mode="train")``: the config's ``model.pi0`` noise), once in Meta-World (``env.eval``'s
 cameras and state, Meta-World's dense reward) and once in imagination (``env.train``: the world-model env,
 its dynamics model, reward model, rewards and success threshold, episodes from the start frame), with the
@@ -118,6 +118,9 @@ def play(
         if "uncertainty" in info:
             disagreement = np.where(alive, info["uncertainty"].numpy(), disagreement)
         success |= alive & terminated.numpy()
+        if "episode" in info:  # episodes that do not end at success (ignore_terminations) report it here
+            ended = info["episode"]["env_ids"].numpy()
+            success[ended] |= alive[ended] & info["episode"]["success_once"].numpy().astype(bool)
         alive &= ~(terminated | truncated).numpy()
         if not alive.any():
             break

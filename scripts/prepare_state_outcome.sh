@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rebuild the state world model of configs/rl_metaworld_outcome_wm.yaml (shipped in
 # assets/world_models/state_outcome): the starting policy's own rollouts -> state model + renderer ->
-# start frames on the training layouts -> the gauge on layouts never trained on.
+# reward head -> start frames on the training layouts -> the gauge on layouts never trained on.
 #
 #   bash scripts/prepare_state_outcome.sh [OUT]        (default OUT: logs/state_outcome)
 #
@@ -23,8 +23,12 @@ fresh_out "$OUT"
 stage "policy rollouts" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$EPISODES" \
   --cameras "${CAMERAS[@]}" --seed 5 --num-envs 12 --policy-dir assets/metaworld_outcome/policy --noise-level 0.5 \
   --out "$OUT/rollouts"
-stage "state model" "$PY" -m world_models.train_state_model data.path="$OUT/rollouts" output_dir="$OUT/train" \
-  train.steps="$STATE_STEPS" render.dynamics_model_dir=assets/world_models/tiny_3tasks render.steps="$RENDER_STEPS"
+stage "state model" "$PY" -m world_models.train_state_model data.path="$OUT/rollouts" output_dir="$OUT/states" \
+  train.steps="$STATE_STEPS" render.dynamics_model_dir=assets/world_models/tiny_3tasks render.steps="$RENDER_STEPS" \
+  model.reward_head=false
+# the reward head (rl_metaworld_dense_wm's shaped reward) on top, every other weight kept
+stage "reward head" "$PY" -m world_models.train_state_model data.path="$OUT/rollouts" output_dir="$OUT/train" \
+  init_model_dir="$OUT/states/model" train.parts=reward_head train.steps="$STATE_STEPS"
 stage "start frames" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$STARTS" \
   --max-episode-steps 4 --cameras "${CAMERAS[@]}" --seed 11 --num-envs 12 --layout-seed 0 --out "$OUT/starts"
 stage "gauge starts" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task 9 \

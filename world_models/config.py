@@ -63,6 +63,9 @@ class StateTrainConfig(Strict):
     warmup_steps: int = Field(100, ge=0)
     success_weight: float = Field(1.0, ge=0.0)  # weight of the success classifier's loss
     reward_weight: float = Field(1.0, ge=0.0)  # weight of the reward head's loss (model.reward_head)
+    # all: every part learns; reward_head (needs init_model_dir): only the reward head, added to the
+    # initial model if it has none; its states, success classifier and renderer stay as they are
+    parts: Literal["all", "reward_head"] = "all"
     log_interval: int = Field(250, ge=1)
     seed: int = 0
 

@@ -8,7 +8,8 @@ history. ``chunk_step`` imagines the chunk's frames for all envs in one batched 
 forward per denoising step), scores them, and turns the scores into rewards: ``chunk_reward`` puts the
 last frame's score on the chunk's last action; otherwise ``reward_mode`` gives per-frame rewards placed
 on the action that ends each frame (``success``: 1 on the first frame over the threshold, the outcome
-alone). An episode terminates when the score reaches ``success_threshold`` (unless
+alone; ``state_reward``: the state model's reward head on the state after every action, the
+simulator's shaped reward in imagination). An episode terminates when the score reaches ``success_threshold`` (unless
 ``ignore_terminations``) and is truncated after ``max_episode_steps`` actions.
 
 With a state model (``state_model_config``) the state the policy sees is its members' mean after each
@@ -161,6 +162,11 @@ class WorldModelEnv(BatchedEnv):
         """The state model's success probability of member states [K, N, ..., S] -> [N, ...]."""
         return self.state_model.success_prob(states.to(self.device), self._tasks_one_hot).cpu()
 
+    def _state_rewards(self, path: torch.Tensor) -> torch.Tensor:
+        """``reward_coef`` x the members' mean reward-head value of each action's state [K, N, C, S] -> [N, C]."""
+        values = self.state_model.reward_values(path.to(self.device), self._tasks_one_hot)
+        return values.mean(0).cpu() * self.cfg.reward_coef
+
     @torch.no_grad()
     def _render_latents(self, states: torch.Tensor, ids: np.ndarray | None = None) -> torch.Tensor:
         """The renderer's VAE latents [N, T, V, C, h, w] of states [N, T, S] (of envs ``ids``, default all);
@@ -290,16 +296,24 @@ class WorldModelEnv(BatchedEnv):
             reached.any(1), reached.float().argmax(1), torch.full((n,), self.future_frames)
         )
         mode = "chunk_reward" if self.cfg.chunk_reward else self.cfg.reward_mode
-        if mode == "success":  # the outcome alone: reward_coef on the first frame that reaches the threshold
-            frame_rewards = (
-                torch.arange(self.future_frames) == first_hit[:, None]
-            ).float() * self.cfg.reward_coef
+        if mode == "state_reward":  # every action's shaped reward, read off the state it led to
+            rewards = self._state_rewards(path)
+            if not self.cfg.ignore_terminations:  # nothing after the action that ends the first success frame
+                last = torch.tensor([*ends, c - 1])[first_hit]
+                rewards = torch.where(torch.arange(c) <= last[:, None], rewards, torch.zeros(()))
         else:
-            frame_rewards = rewards_from_progress(progress, mode, self.cfg.reward_coef)  # [N, T_f]
-        rewards = torch.zeros(n, c)
-        for j, a in enumerate(ends):
-            alive = j <= first_hit if not self.cfg.ignore_terminations else torch.ones(n, dtype=torch.bool)
-            rewards[:, a] += torch.where(alive, frame_rewards[:, j], torch.zeros(n))
+            if mode == "success":  # the outcome alone: reward_coef on the first frame over the threshold
+                frame_rewards = (
+                    torch.arange(self.future_frames) == first_hit[:, None]
+                ).float() * self.cfg.reward_coef
+            else:
+                frame_rewards = rewards_from_progress(progress, mode, self.cfg.reward_coef)  # [N, T_f]
+            rewards = torch.zeros(n, c)
+            for j, a in enumerate(ends):
+                alive = (
+                    j <= first_hit if not self.cfg.ignore_terminations else torch.ones(n, dtype=torch.bool)
+                )
+                rewards[:, a] += torch.where(alive, frame_rewards[:, j], torch.zeros(n))
         rewards[:, -1] -= (
             self.cfg.uncertainty_penalty * uncertainty
         )  # MOPO: distrust what the members dispute

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -169,6 +169,19 @@ class StateModel(nn.Module):
         if not self.cfg.reward_head:
             raise ValueError("this state model has no reward head (it was trained without model.reward_head)")
         return self._state_head(self.reward, states, tasks) * self.reward_std
+
+    def with_reward_head(self) -> StateModel:
+        """This model with a new, untrained reward head (``reward_std`` 1) and every other weight unchanged:
+        a shipped model gains the shaped reward without retraining what it already predicts."""
+        if self.cfg.reward_head:
+            return self
+        model = StateModel(replace(self.cfg, reward_head=True)).to(self.device)
+        missing, unexpected = model.load_state_dict(self.state_dict(), strict=False)
+        if unexpected or any(not key.startswith("reward") for key in missing):
+            raise RuntimeError(
+                f"state model: adding a reward head left {missing} missing, {unexpected} unexpected"
+            )
+        return model.train(self.training)
 
     @torch.no_grad()
     def success_prob(self, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:

@@ -1,13 +1,14 @@
 """Train the state model (``world_models/state_model.py``) on collected episodes: no frames are read.
 
     python -m world_models.train_state_model [world_model/state_ensemble] data.path=data/policy60 \\
-        output_dir=logs/state_model [train.steps=3000] [init_model_dir=DIR]
+        output_dir=logs/state_model [train.steps=3000] [init_model_dir=DIR [train.parts=reward_head]]
 
 Each member rolls ``train.horizon`` chunks open loop from a window's first state through its own
 predictions (so long imagined rollouts are what it is trained for) and regresses every state along the
 way; the success head learns Meta-World's success flag from the real states and from the predicted ones.
 Members draw their own batches. Held-out episodes give the open-loop error (against "the state stays")
 and the success classifier's AUC, printed at the end; the model goes to ``<output_dir>/model``.
+``train.parts=reward_head`` trains only the reward head of ``init_model_dir``'s model (added if it has none).
 A few minutes on a CPU, so there is no resume: a stopped run leaves the previous model in place.
 """
 
@@ -37,6 +38,13 @@ def check_job(job: StateModelJob) -> None:
     ):
         if path is not None and not os.path.isfile(os.path.join(path, "config.json")):
             raise _fail(key, path, "not a model directory (no config.json)")
+    if job.train.parts == "reward_head" and job.init_model_dir is None:
+        raise _fail("train.parts", "reward_head", "trains a head on a saved model: set init_model_dir")
+    if job.train.parts == "reward_head" and job.render.dynamics_model_dir is not None:
+        raise _fail(
+            "render.dynamics_model_dir", job.render.dynamics_model_dir,
+            "train.parts=reward_head keeps the initial model's renderer: set it to null",
+        )  # fmt: skip
 
 
 def rollout_losses(model, batch: dict, horizon: int, pos_weight: float) -> dict[str, torch.Tensor]:
@@ -226,6 +234,9 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
                 f"init_model_dir={job.init_model_dir}: it knows {sorted(known)} with chunks of "
                 f"{model.cfg.action_chunk}; the data has {prompts} and model.action_chunk={chunk}"
             )
+        if job.train.parts == "reward_head" and not model.cfg.reward_head:
+            model = model.with_reward_head()
+            model.reward_std.fill_(float(data.rewards[data.valid > 0].std().clamp(min=1e-6)))
     else:
         dynamics = (
             DynamicsModel.from_pretrained(job.render.dynamics_model_dir)
@@ -244,7 +255,11 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
             model.reward_std.fill_(float(data.rewards[data.valid > 0].std().clamp(min=1e-6)))
     positives = float((data.success * data.valid).sum())
     pos_weight = float((data.valid.sum() - positives) / max(positives, 1.0))
-    opt = torch.optim.AdamW(model.parameters(), lr=job.train.lr, weight_decay=job.train.weight_decay)
+    if job.train.parts == "reward_head":  # the rest of the model is fixed: no gradients through it
+        model.requires_grad_(False)
+        model.reward.requires_grad_(True)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=job.train.lr, weight_decay=job.train.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, warmup_cosine_lambda(job.train.warmup_steps, job.train.steps, 0.1)
     )
@@ -255,12 +270,15 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
     for step in range(1, job.train.steps + 1):
         batch = data.batch(torch.randint(0, len(data), (k, job.train.batch_size)))
         losses = rollout_losses(model, batch, horizon, pos_weight)
-        loss = losses["state"] + job.train.success_weight * losses["success"]
-        if "reward" in losses:
-            loss = loss + job.train.reward_weight * losses["reward"]
+        if job.train.parts == "reward_head":
+            loss = losses["reward"]
+        else:
+            loss = losses["state"] + job.train.success_weight * losses["success"]
+            if "reward" in losses:
+                loss = loss + job.train.reward_weight * losses["reward"]
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         sched.step()
         if step % job.train.log_interval == 0 or step == job.train.steps:

@@ -163,6 +163,10 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
     if env.reward_model_ckpt is not None and not os.path.isfile(env.reward_model_ckpt):
         raise config_error(f"{prefix}.reward_model_ckpt", env.reward_model_ckpt, "no such file")
     _check_state_model(env, prefix)
+    if env.reward_mode == "state_reward" and env.chunk_reward:
+        raise config_error(
+            f"{prefix}.reward_mode", env.reward_mode, f"is used only with {prefix}.chunk_reward=false"
+        )
     if env.visualize_wm_pred and not env.chunk_reward:
         raise config_error(
             f"{prefix}.visualize_wm_pred",
@@ -181,6 +185,7 @@ def _check_state_model(env: EnvConfig, prefix: str) -> None:
                 ("frames_from", env.frames_from, "dynamics"),
                 ("uncertainty_penalty", env.uncertainty_penalty, 0.0),
                 ("uncertainty_halt", env.uncertainty_halt, None),
+                ("reward_mode", env.reward_mode if env.reward_mode == "state_reward" else None, None),
             )
             if value != off
         ]
@@ -202,6 +207,12 @@ def _check_state_model(env: EnvConfig, prefix: str) -> None:
         raise config_error(
             f"{prefix}.frames_from", env.frames_from,
             f"{env.state_model_config} has no renderer (train it with render.dynamics_model_dir)",
+        )  # fmt: skip
+    if env.reward_mode == "state_reward" and not saved.get("reward_head"):
+        raise config_error(
+            f"{prefix}.reward_mode", env.reward_mode,
+            f"{env.state_model_config} has no reward head (add one: world_models.train_state_model "
+            "init_model_dir=... train.parts=reward_head)",
         )  # fmt: skip
     if chunk != env.num_action_chunks:
         raise config_error(

@@ -170,8 +170,10 @@ class EnvConfig(Strict):
     reward_model_config: str | None = None  # reward model directory (config.json + model.safetensors)
     reward_model_ckpt: str | None = None  # optional weights file replacing the directory's model.safetensors
     chunk_reward: bool = True  # reward of the chunk = the last predicted frame's score
-    # when chunk_reward is false; success: reward_coef at the first frame reaching success_threshold, else 0
-    reward_mode: Literal["per_frame", "relative", "v1", "v2", "success"] = "per_frame"
+    # when chunk_reward is false; success: reward_coef at the first frame reaching success_threshold, else 0;
+    # state_reward: reward_coef x the state model's reward head on the state after each action (needs a
+    # state_model_config trained with model.reward_head)
+    reward_mode: Literal["per_frame", "relative", "v1", "v2", "success", "state_reward"] = "per_frame"
     reward_coef: float = 1.0
     success_threshold: float = Field(0.9, gt=0.0, le=1.0)  # progress that counts as success (terminates)
     # state model directory (python -m world_models.train_state_model): its ensemble predicts the state the

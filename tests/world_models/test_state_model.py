@@ -154,6 +154,28 @@ def test_renderer_trains_against_a_dynamics_models_vae(rule_episodes, tmp_path, 
     assert torch.equal(tuned.delta_std, model.delta_std)
 
 
+def test_a_reward_head_is_added_to_a_saved_model_and_trained_alone(rule_episodes, tmp_path, capsys):
+    args = [f"data.path={rule_episodes}", "data.holdout_fraction=0.25", *SMALL]
+    assert main([*args, f"output_dir={tmp_path / 'a'}", "model.reward_head=false", "train.steps=3"]) == 0
+    headless = StateModel.from_pretrained(tmp_path / "a" / "model")
+    assert not headless.cfg.reward_head
+    capsys.readouterr()
+    assert main([*args, f"output_dir={tmp_path / 'b'}", f"init_model_dir={tmp_path / 'a' / 'model'}",
+                 "train.parts=reward_head", "train.steps=300", "train.lr=3e-3"]) == 0  # fmt: skip
+    log = capsys.readouterr().out
+    metrics = dict(kv.split("=") for kv in log.split("held out: ")[1].splitlines()[0].split(", "))
+    assert float(metrics["reward_r2_real_states"]) > 0.8
+    headed = StateModel.from_pretrained(tmp_path / "b" / "model")
+    assert headed.cfg.reward_head and float(headed.reward_std) != 1.0  # the data's reward scale
+    before, after = headless.state_dict(), headed.state_dict()
+    assert all(torch.equal(before[key], after[key]) for key in before)  # everything else unchanged
+    assert main([*args, f"output_dir={tmp_path / 'c'}", "train.parts=reward_head"]) == 2
+    assert (
+        "train.parts='reward_head': trains a head on a saved model: set init_model_dir"
+        in capsys.readouterr().err
+    )
+
+
 def test_bad_config_is_one_line_and_exit_2(rule_episodes, tmp_path, capsys):
     assert main([f"output_dir={tmp_path}", "data.path=/no/such/episodes"]) == 2
     assert "data.path" in capsys.readouterr().err
@@ -275,6 +297,44 @@ def test_success_reward_mode_pays_the_outcome_once(episodes, model_dirs, state_m
     never.reset()
     _, rewards, terminated, _, _ = never.chunk_step(_actions(2))
     assert not terminated.any() and (rewards == 0).all()
+
+
+def test_state_reward_mode_pays_the_reward_heads_value_of_every_action(episodes, model_dirs, tmp_path):
+    rewarded = str(_model(reward_head=True).save_pretrained(tmp_path / "rewarded"))
+    cfg = _cfg(episodes, model_dirs, state_model_config=rewarded, outcome_source="state", chunk_reward=False,
+               reward_mode="state_reward", reward_coef=2.0, ignore_terminations=True)  # fmt: skip
+    env = make_env(cfg, 3, seed=0)
+    start, _ = env.reset()
+    _, rewards, terminated, _, _ = env.chunk_step(_actions(3))
+    model = env.state_model
+    path = model.rollout_chunk(start["state"][None].expand(3, -1, -1), _actions(3), env._tasks_one_hot)
+    expected = 2.0 * model.reward_values(path, env._tasks_one_hot).mean(0)
+    assert rewards.shape == (3, 4) and torch.allclose(rewards, expected, atol=1e-5) and not terminated.any()
+    # without ignore_terminations an episode that succeeds at its first frame earns nothing after it
+    ending = make_env(
+        cfg.model_copy(update={"ignore_terminations": False, "success_threshold": 1e-6}), 3, seed=0
+    )
+    ending.reset()
+    _, rewards_end, terminated, _, _ = ending.chunk_step(_actions(3))
+    first = env.offsets[0]  # actions up to the first frame
+    assert terminated.all() and torch.allclose(rewards_end[:, :first], expected[:, :first], atol=1e-5)
+    assert (rewards_end[:, first:] == 0).all()
+
+
+def test_state_reward_mode_needs_a_model_with_a_reward_head(episodes, model_dirs, state_model_dirs):
+    dyn, reward = model_dirs
+    plain, _ = state_model_dirs
+    keys = [f"env.train.{k}" for k in ("env_type=world_model", f"dynamics_model_config={dyn}",
+            f"dynamics_model_image_root={episodes}", f"reward_model_config={reward}")]  # fmt: skip
+    with pytest.raises(
+        ConfigError, match=r"env.train.reward_mode='state_reward': needs env.train.state_model"
+    ):
+        load_config(
+            "ppo_metaworld", [*keys, "env.train.reward_mode=state_reward", "env.train.chunk_reward=false"]
+        )
+    with pytest.raises(ConfigError, match=r"env.train.reward_mode='state_reward': .* has no reward head"):
+        load_config("ppo_metaworld", [*keys, f"env.train.state_model_config={plain}",
+                                      "env.train.reward_mode=state_reward", "env.train.chunk_reward=false"])  # fmt: skip
 
 
 def test_a_state_scored_env_needs_no_reward_model(episodes, model_dirs, state_model_dirs):
