@@ -96,3 +96,31 @@ def test_with_a_state_model_the_classifier_arm_and_the_filter_split_are_reported
     gauge.main()
     out = capsys.readouterr().out
     assert f"| {gauge.STATE_ARM} |" in out and "where the members agree" in out
+
+
+class _WholeEpisodes:
+    """Two envs that never terminate (ignore_terminations) and report success when truncated."""
+
+    num_envs, chunk = 2, 4
+
+    def __init__(self):
+        self.calls = 0
+
+    def chunk_step(self, chunk):
+        self.calls += 1
+        done = self.calls == 2
+        info = {"episode": {"env_ids": torch.tensor([0, 1]), "success_once": torch.tensor([True, False])}}
+        obs = {"images": torch.zeros(2, 1, 8, 8, 3), "state": torch.zeros(2, 3), "prompt": ["a", "b"]}
+        return (
+            obs,
+            torch.ones(2, 4),
+            torch.zeros(2, dtype=torch.bool),
+            torch.full((2,), done),
+            info if done else {},
+        )
+
+
+def test_episodes_that_ignore_terminations_take_success_from_the_episode_record(gauge):
+    obs = {"images": torch.zeros(2, 1, 8, 8, 3), "state": torch.zeros(2, 3), "prompt": ["a", "b"]}
+    out = gauge.play(_WholeEpisodes(), obs, lambda k, o: torch.zeros(2, 4, 4), 16, scorer=None)
+    assert out["success"].tolist() == [True, False] and out["return"].tolist() == [8.0, 8.0]
