@@ -30,7 +30,8 @@ the arm's return with real success, averaged over starts whose samples' real out
 (``spearman succ``), and with Meta-World's dense return over all starts (``spearman MW``); an arm whose
 return does not vary within a start ranks nothing there and counts 0; ``spread``: the std of the arm's return
 among the samples of a start, averaged over starts (Meta-World's own: the ``real`` line). ``success``: the arm's success rate
-(imagined: the score reached ``success_threshold``). Then ``AUC`` per task of each arm and, with a state
+(imagined: the score reached ``success_threshold``). Then ``AUC`` per task of each arm, each arm's
+within-start Spearman with Meta-World's return and its mean return per task, and, with a state
 model, the imagined AUC of the episodes whose members' final disagreement is at most its median against
 the rest (does the hallucination filter keep the episodes imagination gets right?). The torch work runs
 on ``--threads`` CPU threads.
@@ -304,6 +305,16 @@ def report(results: dict[str, dict[str, list]], task_of: np.ndarray, samples: in
         m = task_of == t
         cells = [f"{auc(np.asarray(results[a]['max_score'])[m], succ[m]):.3f}" for a in arms]
         print(f"| {task} | {succ[m].mean():.2f} | " + " | ".join(cells) + " |")
+    print("\nwithin-start Spearman with Meta-World's return (mean return) per task\n")
+    print("| task | real | " + " | ".join(arms) + " |\n|---|---|" + "---|" * len(arms))
+    for t, task in enumerate(tasks):
+        mine = [g for g in groups if task_of[g.start] == t]
+        cells = []
+        for a in arms:
+            ret = np.asarray(results[a]["return"], np.float32)
+            rho = np.mean([spearman_or_zero(ret[g], mw[g]) for g in mine])
+            cells.append(f"{rho:.3f} ({np.mean([ret[g].mean() for g in mine]):.4g})")
+        print(f"| {task} | {np.mean([mw[g].mean() for g in mine]):.4g} | " + " | ".join(cells) + " |")
     doubt = np.asarray(results["imagined"].get("disagreement", []), np.float32)
     if doubt.size and doubt.max() > 0:  # the hallucination filter's gauge
         score = np.asarray(results["imagined"]["max_score"], np.float32)
