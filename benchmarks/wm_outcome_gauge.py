@@ -20,7 +20,11 @@ same policy noise draws on both sides. Arms:
 - ``reward model, real frames``: the reward model on the real episode's frames (a ceiling: imagination
   cannot rank outcomes better than its reward model does on the real frames);
 - ``success classifier, real states`` (with ``env.train.state_model_config``): the state model's success
-  classifier on the real episode's states, the same kind of ceiling for ``outcome_source: state``.
+  classifier on the real episode's states, the same kind of ceiling for ``outcome_source: state``;
+- with a reward head on the state model, ``reward head, real states at chunk ends``: its reward of the
+  real state after each chunk x the chunk, summed (the ceiling for ``reward_mode: state_reward``), beside
+  ``Meta-World reward at chunk ends``: the real reward of each chunk's last action x the chunk (what
+  reading only chunk ends loses).
 
 The reward model's two arms are left out when the world-model env has none (``outcome_source: state``)
 or it does not know the tasks. Per arm, over every (start, sample): ``AUC`` of the episode score (the
@@ -54,6 +58,9 @@ from toolkits.metrics import auc  # noqa: E402
 
 ARMS = ["imagined", "imagined, real actions", "zero actions", "start frame", "reward model, real frames"]
 STATE_ARM = "success classifier, real states"  # with a state model (env.train.state_model_config)
+# with a state model that has a reward head: its reward on the real states at chunk ends (x the chunk), and
+# Meta-World's own reward of each chunk's last action (x the chunk): what sampling at chunk ends loses
+HEAD_ARMS = ["reward head, real states at chunk ends", "Meta-World reward at chunk ends"]
 
 
 def spearman_or_zero(a: np.ndarray, b: np.ndarray) -> float:
@@ -84,16 +91,25 @@ def load_starts(root: str, tasks: list[str], per_task: int) -> dict[int, list[tu
 
 @torch.no_grad()
 def play(
-    env, obs: dict[str, Any], act, steps: int, scorer, start: torch.Tensor | None = None, state_scorer=None
+    env,
+    obs: dict[str, Any],
+    act,
+    steps: int,
+    scorer,
+    start: torch.Tensor | None = None,
+    state_scorer=None,
+    state_rewarder=None,
 ) -> dict[str, Any]:
     """Play one episode per env from ``obs`` (the envs were just reset): ``act(k, obs)`` gives chunk k.
     Per env: success, return, the score of the start (``start``: the env's own, else the reward model's
     of the start frame), the highest and the last score while alive (the env's own ``info['scores']``
     where it has them, else ``scorer`` on the observed frames), the highest ``state_scorer`` score of the
-    observed states (when given), the state model's disagreement at the end, and the actions taken."""
+    observed states (when given), the return ``state_rewarder`` gives the chunk-end states and the
+    return of each chunk's last reward (both x the chunk), the state model's disagreement at the end, and
+    the actions taken."""
     n, first = env.num_envs, obs["images"]
     alive, success = np.ones(n, bool), np.zeros(n, bool)
-    ret = np.zeros(n, np.float32)
+    ret, head_ret, end_ret = np.zeros(n, np.float32), np.zeros(n, np.float32), np.zeros(n, np.float32)
     zeros = np.zeros(n, np.float32)
     start_frame = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy() if scorer else zeros
     begin = start_frame if start is None else start.numpy()
@@ -110,6 +126,9 @@ def play(
         else:
             scores = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy() if scorer else zeros
         ret += np.where(alive, rewards.sum(1).numpy(), 0.0)
+        end_ret += np.where(alive, rewards[:, -1].numpy() * env.chunk, 0.0)
+        if state_rewarder:
+            head_ret += np.where(alive, state_rewarder(obs["state"]).numpy() * env.chunk, 0.0)
         best = np.where(alive, np.maximum(best, scores), best)
         last = np.where(alive, scores, last)
         if state_scorer:
@@ -126,7 +145,8 @@ def play(
         if not alive.any():
             break
     return {"success": success, "return": ret, "max_score": best, "last_score": last, "start_score": start_frame,
-            "max_state_score": best_state, "disagreement": disagreement, "start_images": first,
+            "max_state_score": best_state, "head_return": head_ret, "chunk_end_return": end_ret,
+            "disagreement": disagreement, "start_images": first,
             "actions": torch.cat(actions, 1)}  # fmt: skip
 
 
@@ -168,7 +188,11 @@ def play_round(
     obs, _ = real_env.reset(reset_state_ids=torch.as_tensor(layouts))
     torch.manual_seed(seed)
     state_scorer = wm_env.score_states if wm_env.state_model is not None else None
-    real = play(real_env, obs, sampled, steps, scorer, state_scorer=state_scorer)
+    headed = wm_env.state_model is not None and wm_env.state_model.cfg.reward_head
+    state_rewarder = wm_env.reward_of_states if headed else None
+    real = play(
+        real_env, obs, sampled, steps, scorer, state_scorer=state_scorer, state_rewarder=state_rewarder
+    )
     torch.manual_seed(seed)  # the same policy noise draws as in Meta-World
     imagined = imagine(sampled)
     taken = real["actions"]
@@ -187,6 +211,9 @@ def play_round(
     if state_scorer is not None:
         best = real["max_state_score"]
         arms[STATE_ARM] = {"return": best, "max_score": best, "success": best >= threshold}
+    if state_rewarder is not None:  # returns only: these arms score no success of their own
+        for arm, key in zip(HEAD_ARMS, ("head_return", "chunk_end_return"), strict=True):
+            arms[arm] = {"return": real[key], "max_score": real[key]}
     return arms
 
 
@@ -282,7 +309,7 @@ def report(results: dict[str, dict[str, list]], task_of: np.ndarray, samples: in
     print(
         "| arm | AUC | AUC return | spearman succ | spearman MW | spread | success |\n|---|---|---|---|---|---|---|"
     )
-    arms = [a for a in [*ARMS, STATE_ARM] if a in results]
+    arms = [a for a in [*ARMS, STATE_ARM, *HEAD_ARMS] if a in results]
     for arm in ["real", *arms]:
         ret = np.asarray(results[arm]["return"], np.float32)
         score = np.asarray(results[arm]["max_score"], np.float32)
@@ -297,8 +324,9 @@ def report(results: dict[str, dict[str, list]], task_of: np.ndarray, samples: in
             arm != "real" or "reward model, real frames" in results
         )  # the real episodes' frames were scored
         auc_score = f"{auc(score, succ):.3f}" if scored else "-"
+        success = f"{np.mean(results[arm]['success']):.2f}" if results[arm].get("success") else "-"
         print(f"| {arm} | {auc_score} | {auc(ret, succ):.3f} | {rho_s:.3f} | {rho_mw:.3f} | "
-              f"{spread:.4f} | {np.mean(results[arm]['success']):.2f} |")  # fmt: skip
+              f"{spread:.4f} | {success} |")  # fmt: skip
     print("\nAUC (episode score for real success) per task\n")
     print("| task | real success | " + " | ".join(arms) + " |\n|---|---|" + "---|" * len(arms))
     for t, task in enumerate(tasks):

@@ -194,6 +194,15 @@ class WorldModelEnv(BatchedEnv):
         k = self.state_model.cfg.ensemble_size
         return self._scores_of_states(states.float()[None].expand(k, -1, -1))
 
+    def reward_of_states(self, states: torch.Tensor) -> torch.Tensor:
+        """The reward head's value of given states [N, S] (e.g. a simulator's), members' mean -> [N]."""
+        k = self.state_model.cfg.ensemble_size
+        with torch.no_grad():
+            values = self.state_model.reward_values(
+                states.float()[None].expand(k, -1, -1).to(self.device), self._tasks_one_hot
+            )
+        return values.mean(0).cpu()
+
     # ------------------------------------------------------------------ contract
     @torch.no_grad()
     def reset(

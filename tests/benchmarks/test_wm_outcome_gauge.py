@@ -79,7 +79,8 @@ def test_with_a_state_model_the_classifier_arm_and_the_filter_split_are_reported
     gauge, monkeypatch, capsys, tmp_path
 ):
     """A state model trained (briefly) on the reset episodes: imagined states, success and rendered frames
-    come from it; the success classifier on the real states is an arm and the disagreement split prints."""
+    come from it; the success classifier and the reward head on the real states are arms and the
+    disagreement split prints."""
     from world_models.config import StateModelJob
     from world_models.train_state_model import train_state_model
 
@@ -96,6 +97,8 @@ def test_with_a_state_model_the_classifier_arm_and_the_filter_split_are_reported
     gauge.main()
     out = capsys.readouterr().out
     assert f"| {gauge.STATE_ARM} |" in out and "where the members agree" in out
+    for arm in gauge.HEAD_ARMS:  # the model has a reward head (on by default)
+        assert f"| {arm} |" in out
 
 
 class _WholeEpisodes:
