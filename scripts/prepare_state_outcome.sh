@@ -6,7 +6,7 @@
 #   bash scripts/prepare_state_outcome.sh [OUT]        (default OUT: logs/state_outcome)
 #
 # Sizes by environment variables (defaults = the shipped recipe): EPISODES=60 STATE_STEPS=1500
-# RENDER_STEPS=6000 STARTS=16. OUT/rollouts is what coevolution.state_model_data takes.
+# RENDER_STEPS=6000 HEAD_STEPS=3500 STARTS=16. OUT/rollouts is what coevolution.state_model_data takes.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"
 
@@ -14,6 +14,7 @@ OUT="${1:-logs/state_outcome}"
 EPISODES="${EPISODES:-60}"
 STATE_STEPS="${STATE_STEPS:-1500}"
 RENDER_STEPS="${RENDER_STEPS:-6000}"
+HEAD_STEPS="${HEAD_STEPS:-3500}"
 STARTS="${STARTS:-16}"
 TASKS=(reach-v3 button-press-topdown-v3 door-open-v3)
 CAMERAS=(corner gripperPOV)
@@ -28,7 +29,7 @@ stage "state model" "$PY" -m world_models.train_state_model data.path="$OUT/roll
   model.reward_head=false
 # the reward head (rl_metaworld_dense_wm's shaped reward) on top, every other weight kept
 stage "reward head" "$PY" -m world_models.train_state_model data.path="$OUT/rollouts" output_dir="$OUT/train" \
-  init_model_dir="$OUT/states/model" train.parts=reward_head train.steps="$STATE_STEPS"
+  init_model_dir="$OUT/states/model" train.parts=reward_head train.steps="$HEAD_STEPS"
 stage "start frames" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$STARTS" \
   --max-episode-steps 4 --cameras "${CAMERAS[@]}" --seed 11 --num-envs 12 --layout-seed 0 --out "$OUT/starts"
 stage "gauge starts" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task 9 \
