@@ -162,10 +162,10 @@ class WorldModelEnv(BatchedEnv):
         """The state model's success probability of member states [K, N, ..., S] -> [N, ...]."""
         return self.state_model.success_prob(states.to(self.device), self._tasks_one_hot).cpu()
 
-    def _state_rewards(self, path: torch.Tensor) -> torch.Tensor:
-        """``reward_coef`` x the members' mean reward-head value of each action's state [K, N, C, S] -> [N, C]."""
-        values = self.state_model.reward_values(path.to(self.device), self._tasks_one_hot)
-        return values.mean(0).cpu() * self.cfg.reward_coef
+    @torch.no_grad()
+    def _rewards_of_states(self, states: torch.Tensor) -> torch.Tensor:
+        """The members' mean reward-head value of member states [K, N, ..., S] -> [N, ...]."""
+        return self.state_model.reward_values(states.to(self.device), self._tasks_one_hot).mean(0).cpu()
 
     @torch.no_grad()
     def _render_latents(self, states: torch.Tensor, ids: np.ndarray | None = None) -> torch.Tensor:
@@ -197,11 +197,7 @@ class WorldModelEnv(BatchedEnv):
     def reward_of_states(self, states: torch.Tensor) -> torch.Tensor:
         """The reward head's value of given states [N, S] (e.g. a simulator's), members' mean -> [N]."""
         k = self.state_model.cfg.ensemble_size
-        with torch.no_grad():
-            values = self.state_model.reward_values(
-                states.float()[None].expand(k, -1, -1).to(self.device), self._tasks_one_hot
-            )
-        return values.mean(0).cpu()
+        return self._rewards_of_states(states.float()[None].expand(k, -1, -1))
 
     # ------------------------------------------------------------------ contract
     @torch.no_grad()
@@ -306,7 +302,7 @@ class WorldModelEnv(BatchedEnv):
         )
         mode = "chunk_reward" if self.cfg.chunk_reward else self.cfg.reward_mode
         if mode == "state_reward":  # every action's shaped reward, read off the state it led to
-            rewards = self._state_rewards(path)
+            rewards = self._rewards_of_states(path) * self.cfg.reward_coef  # [N, C]
             if not self.cfg.ignore_terminations:  # nothing after the action that ends the first success frame
                 last = torch.tensor([*ends, c - 1])[first_hit]
                 rewards = torch.where(torch.arange(c) <= last[:, None], rewards, torch.zeros(()))

@@ -208,6 +208,11 @@ def train_renderer(model, dynamics, episodes, train_ids, held_ids, job: StateMod
         )
 
 
+def fit_reward_std(model, data) -> None:
+    """Scale a new reward head to the training windows' rewards (it predicts reward / ``reward_std``)."""
+    model.reward_std.fill_(float(data.rewards[data.valid > 0].std().clamp(min=1e-6)))
+
+
 def train_state_model(job: StateModelJob, log=print) -> Path:
     """Train and write ``<output_dir>/model``; returns that directory."""
     from policy_and_value.algorithms.lr_schedule import warmup_cosine_lambda
@@ -236,7 +241,7 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
             )
         if job.train.parts == "reward_head" and not model.cfg.reward_head:
             model = model.with_reward_head()
-            model.reward_std.fill_(float(data.rewards[data.valid > 0].std().clamp(min=1e-6)))
+            fit_reward_std(model, data)
     else:
         dynamics = (
             DynamicsModel.from_pretrained(job.render.dynamics_model_dir)
@@ -252,7 +257,7 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
         model = StateModel(cfg)
         model.fit_statistics(data.states[data.valid > 0], data.chunk_deltas(chunk))
         if cfg.reward_head:
-            model.reward_std.fill_(float(data.rewards[data.valid > 0].std().clamp(min=1e-6)))
+            fit_reward_std(model, data)
     positives = float((data.success * data.valid).sum())
     pos_weight = float((data.valid.sum() - positives) / max(positives, 1.0))
     if job.train.parts == "reward_head":  # the rest of the model is fixed: no gradients through it

@@ -186,6 +186,13 @@ def test_bad_config_is_one_line_and_exit_2(rule_episodes, tmp_path, capsys):
     assert "train.horizon" in capsys.readouterr().err
 
 
+def _world_model_keys(episodes, model_dirs, with_reward_model: bool = True) -> list[str]:
+    """Overrides that make ``env.train`` a world-model env of the tiny test models."""
+    dyn, reward = model_dirs
+    keys = ["env_type=world_model", f"dynamics_model_config={dyn}", f"dynamics_model_image_root={episodes}"]
+    return [f"env.train.{k}" for k in keys + ([f"reward_model_config={reward}"] if with_reward_model else [])]
+
+
 @pytest.fixture(scope="module")
 def state_model_dirs(tmp_path_factory) -> tuple[str, str]:
     root = tmp_path_factory.mktemp("state_models")
@@ -244,10 +251,8 @@ def test_env_frames_from_states_and_exact_restore(episodes, model_dirs, state_mo
 
 
 def test_state_keys_are_checked_before_start(episodes, model_dirs, state_model_dirs):
-    dyn, reward = model_dirs
     plain, _ = state_model_dirs
-    keys = [f"env.train.{k}" for k in ("env_type=world_model", f"dynamics_model_config={dyn}",
-            f"dynamics_model_image_root={episodes}", f"reward_model_config={reward}")]  # fmt: skip
+    keys = _world_model_keys(episodes, model_dirs)
     with pytest.raises(
         ConfigError, match=r"env.train.outcome_source='state': needs env.train.state_model_config"
     ):
@@ -322,10 +327,8 @@ def test_state_reward_mode_pays_the_reward_heads_value_of_every_action(episodes,
 
 
 def test_state_reward_mode_needs_a_model_with_a_reward_head(episodes, model_dirs, state_model_dirs):
-    dyn, reward = model_dirs
     plain, _ = state_model_dirs
-    keys = [f"env.train.{k}" for k in ("env_type=world_model", f"dynamics_model_config={dyn}",
-            f"dynamics_model_image_root={episodes}", f"reward_model_config={reward}")]  # fmt: skip
+    keys = _world_model_keys(episodes, model_dirs)
     with pytest.raises(
         ConfigError, match=r"env.train.reward_mode='state_reward': needs env.train.state_model"
     ):
@@ -346,9 +349,7 @@ def test_a_state_scored_env_needs_no_reward_model(episodes, model_dirs, state_mo
     env.reset()
     _, rewards, *_ = env.chunk_step(_actions(2))
     assert env.scorer is None and rewards.shape == (2, 4)
-    dyn, _ = model_dirs
-    keys = [f"env.train.{k}" for k in ("env_type=world_model", f"dynamics_model_config={dyn}",
-            f"dynamics_model_image_root={episodes}")]  # fmt: skip
+    keys = _world_model_keys(episodes, model_dirs, with_reward_model=False)
     with pytest.raises(ConfigError, match=r"env.train.reward_model_config=None: env_type world_model needs"):
         load_config("ppo_metaworld", keys)
     load_config(
