@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             facts = suite(args.suite)
         except KeyError:
             p.error(f"--suite {args.suite}: allowed: {', '.join(NAMES)}")
+        except ImportError as err:  # its simulator is not installed: the message names the install command
+            p.error(f"--suite {args.suite}: {err}")
         unknown = [t for t in args.tasks or [] if t not in facts.tasks]
         if unknown:
             allowed = (
