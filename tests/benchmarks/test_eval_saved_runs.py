@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -16,11 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def bench(monkeypatch):
     """The script with the simulator evaluation replaced by a recorder."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location(
-        "eval_saved_runs", ROOT / "benchmarks" / "eval_saved_runs.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("eval_saved_runs")
     calls = []
 
     def evaluate(cfg, weights, episodes, seed):

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmark_scripts import load_benchmark
 
 
 @pytest.fixture
 def bench(monkeypatch):
     """The benchmark module with train/evaluate replaced by recorders (no training, no simulator)."""
-    spec = importlib.util.spec_from_file_location(
-        "imagination_gain", ROOT / "benchmarks" / "imagination_gain.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("imagination_gain")
     calls: dict[str, list] = {"train": [], "evaluate": []}
 
     def train(cfg):

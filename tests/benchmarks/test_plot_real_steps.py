@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location(
-        "plot_real_steps", ROOT / "benchmarks" / "plot_real_steps.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.benchmark_scripts import load_benchmark
 
 
 def _record(path: Path, curve: dict[str, list[float]] | None, steps_at: dict[str, int] | None, success=None):
@@ -38,7 +28,7 @@ def _record(path: Path, curve: dict[str, list[float]] | None, steps_at: dict[str
 
 
 def test_seeds_are_averaged_point_by_point_and_drawn_on_a_log_axis(tmp_path, monkeypatch, capsys):
-    plot = _load()
+    plot = load_benchmark("plot_real_steps")
     imitation = [
         _record(tmp_path / f"imitation{s}", None, None, success=[0.2 + 0.2 * s, 0.4]) for s in (0, 1)
     ]
@@ -62,7 +52,7 @@ def test_seeds_are_averaged_point_by_point_and_drawn_on_a_log_axis(tmp_path, mon
 
 
 def test_seeds_with_different_evaluations_are_refused(tmp_path):
-    plot = _load()
+    plot = load_benchmark("plot_real_steps")
     a = _record(tmp_path / "a", {"10": [0.4, 0.6], "20": [0.6, 0.6]}, {"10": 1000, "20": 2000})
     b = _record(tmp_path / "b", {"20": [0.4, 0.4]}, {"20": 2400})
     with pytest.raises(SystemExit, match="as many evaluations"):

@@ -3,7 +3,6 @@ and scores the agreement with rank statistics that count ties fairly."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -11,18 +10,15 @@ import numpy as np
 import pytest
 import torch
 
+from tests.benchmark_scripts import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 RESET_EPISODES = ROOT / "assets" / "quickstart" / "reset_episodes"  # 2 episodes per quickstart task
 
 
 @pytest.fixture(scope="module")
 def gauge():
-    spec = importlib.util.spec_from_file_location(
-        "wm_outcome_gauge", ROOT / "benchmarks" / "wm_outcome_gauge.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("wm_outcome_gauge")
 
 
 def test_auc_and_spearman_count_ties_and_constants(gauge):
