@@ -2,7 +2,9 @@
 
 The config is composed and validated before Ray or any model is imported, so a bad key fails in a
 second with one line on stderr and exit code 2. A job that fails later (a worker's error) ends with one
-line naming the worker and the cause, exit code 1, the traceback in ``<log_dir>/error.log``.
+line naming the worker and the cause, exit code 1, the traceback in ``<log_dir>/error.log``. A SIGTERM
+(a scheduler's preemption or time limit) stops after the current step with a checkpoint, says how to
+resume, exit code 143.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from policy_and_value.runner import run_job
     from policy_and_value.runner.failure import JobFailed
+    from policy_and_value.runner.stop import JobStopped
 
     try:
         if cfg.coevolution.rounds > 0:
@@ -53,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     except JobFailed as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except JobStopped as err:  # SIGTERM: a checkpoint was written; 143 = 128 + SIGTERM, as if killed by it
+        print(err, file=sys.stderr)
+        return 143
     return 0
 
 

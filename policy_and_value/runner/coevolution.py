@@ -13,7 +13,8 @@ feed training) are counted, printed, logged to TensorBoard (``coevolution/*`` ag
 and appended to ``<log_dir>/coevolution/rounds.jsonl`` with the round's evaluation. Each round's policy,
 episodes, merged data and models stay under ``<log_dir>/coevolution/round_<r>/``; a round that stops midway
 leaves the earlier rounds' checkpoints and models, and ``runner.resume_dir`` plus the last round's models
-continue from there.
+continue from there. A SIGTERM stops at the next step boundary of RL (with a checkpoint, and the round's
+real rollouts and refit are skipped) or after the round it arrives in, raising ``JobStopped``.
 """
 
 from __future__ import annotations
@@ -92,10 +93,28 @@ def refit(cfg: JobConfig, data: str, state_model: str, dynamics: str, out: str) 
     return new_state, dynamics
 
 
+def log_round(cfg: JobConfig, log_dir: str, record: dict[str, Any], log=print) -> None:
+    """A round's numbers to TensorBoard (``coevolution/*`` at its last training step) and one printed line."""
+    from policy_and_value.runner.metric_logger import MetricLogger
+
+    logger_cfg = cfg.runner.logger
+    tensorboard = [b for b in logger_cfg.logger_backends if b == "tensorboard"]  # no new wandb/swanlab run
+    metrics = MetricLogger(log_dir, tensorboard, logger_cfg.project_name, logger_cfg.experiment_name, {})
+    metrics.log(
+        {f"coevolution/{k}": float(v) for k, v in record.items() if isinstance(v, int | float)},
+        record["step"],
+    )
+    metrics.close()
+    evaluated = f", eval success {record['eval/success_once']:.3f}" if "eval/success_once" in record else ""
+    log(f"co-evolution round {record['round']}/{cfg.coevolution.rounds}: step {record['step']}, "
+        f"{record['real_env_steps']} real env steps ({record['real_env_steps_total']} in all), real rollouts' "
+        f"success {record['real_success']:.2f}{evaluated}; state model refitted -> {record['state_model']}")  # fmt: skip
+
+
 def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
     """Run every round; returns one record per round (also in ``<log_dir>/coevolution/rounds.jsonl``)."""
-    from policy_and_value.runner.metric_logger import MetricLogger
     from policy_and_value.runner.runner import run_job
+    from policy_and_value.runner.stop import JobStopped, stop_on_sigterm
     from toolkits.ckpt_convertor.export_policy import export_policy
     from toolkits.episodes.merge import merge_datasets
 
@@ -105,35 +124,31 @@ def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
     os.makedirs(root, exist_ok=True)
     state_model, dynamics = cfg.env.train.state_model_config, cfg.env.train.dynamics_model_config
     datasets, resume, total, records = [co.state_model_data], cfg.runner.resume_dir, 0, []
-    for r in range(co.rounds):
-        here = os.path.join(root, f"round_{r + 1}")
-        runner = run_job(round_config(cfg, r, resume, state_model, dynamics))
-        resume = runner.saved[-1]
-        policy = str(export_policy(resume, os.path.join(here, "policy")))
-        real = collect_real(cfg, policy, os.path.join(here, "episodes"), seed=cfg.runner.seed * 1000 + r)
-        datasets.append(os.path.join(here, "episodes"))
-        merged = os.path.join(here, "data")
-        if not os.path.isdir(merged):
-            merge_datasets(datasets, merged)
-        state_model, dynamics = refit(cfg, merged, state_model, dynamics, here)
-        total += real["real_env_steps"]
-        record = {"round": r + 1, "step": runner.global_step, **real, "real_env_steps_total": total,
-                  "checkpoint": resume, "state_model": state_model, "dynamics_model": dynamics,
-                  **{k: v for k, v in runner.last_eval.items() if k.startswith("eval/")}}  # fmt: skip
-        records.append(record)
-        with open(os.path.join(root, "rounds.jsonl"), "a") as f:
-            f.write(json.dumps(record) + "\n")
-        tensorboard = [
-            b for b in logger_cfg.logger_backends if b == "tensorboard"
-        ]  # no new wandb/swanlab run
-        metrics = MetricLogger(log_dir, tensorboard, logger_cfg.project_name, logger_cfg.experiment_name, {})
-        numbers = {f"coevolution/{k}": float(v) for k, v in record.items() if isinstance(v, int | float)}
-        metrics.log(numbers, runner.global_step)
-        metrics.close()
-        evaluated = (
-            f", eval success {record['eval/success_once']:.3f}" if "eval/success_once" in record else ""
-        )
-        log(f"co-evolution round {r + 1}/{co.rounds}: step {runner.global_step}, {real['real_env_steps']} real env "
-            f"steps ({total} in all), real rollouts' success {real['real_success']:.2f}{evaluated}; state model "
-            f"refitted -> {state_model}")  # fmt: skip
+    with stop_on_sigterm() as stop:
+        for r in range(co.rounds):
+            here = os.path.join(root, f"round_{r + 1}")
+            try:
+                runner = run_job(round_config(cfg, r, resume, state_model, dynamics))
+            except JobStopped as stopped:  # the refitted models belong to the resume command too
+                raise JobStopped(stopped.signal_name, stopped.step, stopped.checkpoint,
+                                 also=f"env.train.state_model_config={state_model}") from None  # fmt: skip
+            resume = runner.saved[-1]
+            policy = str(export_policy(resume, os.path.join(here, "policy")))
+            real = collect_real(cfg, policy, os.path.join(here, "episodes"), seed=cfg.runner.seed * 1000 + r)
+            datasets.append(os.path.join(here, "episodes"))
+            merged = os.path.join(here, "data")
+            if not os.path.isdir(merged):
+                merge_datasets(datasets, merged)
+            state_model, dynamics = refit(cfg, merged, state_model, dynamics, here)
+            total += real["real_env_steps"]
+            record = {"round": r + 1, "step": runner.global_step, **real, "real_env_steps_total": total,
+                      "checkpoint": resume, "state_model": state_model, "dynamics_model": dynamics,
+                      **{k: v for k, v in runner.last_eval.items() if k.startswith("eval/")}}  # fmt: skip
+            records.append(record)
+            with open(os.path.join(root, "rounds.jsonl"), "a") as f:
+                f.write(json.dumps(record) + "\n")
+            log_round(cfg, log_dir, record, log)
+            if stop.requested and r + 1 < co.rounds:
+                raise JobStopped(stop.signal_name or "SIGTERM", runner.global_step, resume,
+                                 also=f"env.train.state_model_config={state_model}")  # fmt: skip
     return records

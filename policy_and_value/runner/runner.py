@@ -28,6 +28,7 @@ from policy_and_value.runner.report import (
     progress_postfix,
     train_summary,
 )
+from policy_and_value.runner.stop import JobStopped, StopRequest, stop_on_sigterm
 from policy_and_value.runtime.cluster import Cluster
 from policy_and_value.runtime.placement import parse_placement
 from policy_and_value.runtime.worker_group import Pending, WorkerGroup
@@ -64,6 +65,7 @@ class EmbodiedRunner:
             None  # overlap: next step's rollouts, generated already
         )
         self.saved: list[str] = []
+        self.stop = StopRequest()  # run_job's SIGTERM handler sets it: stop with a checkpoint
 
     # ------------------------------------------------------------------ set-up
     def setup(self) -> None:
@@ -372,7 +374,7 @@ class EmbodiedRunner:
         if self.cfg.env.eval is not None and rcfg.val_check_interval > 0 and self.global_step == 0:
             self.first_eval = self.evaluate()
             self.metrics.log(self.first_eval, 0)
-        while self.global_step < rcfg.max_steps:
+        while self.global_step < rcfg.max_steps and not self.stop.requested:
             metrics = self.step()
             self.global_step += 1
             if (
@@ -391,6 +393,12 @@ class EmbodiedRunner:
             bar.update(1)
             bar.set_postfix(progress_postfix(metrics))
         bar.close()
+        if self.stopped_early() and not self.saves_at(self.global_step):
+            self.save_checkpoint()  # stopped early: the run continues from here with runner.resume_dir
+
+    def stopped_early(self) -> bool:
+        """Whether a SIGTERM stopped the loop before ``runner.max_steps``."""
+        return self.stop.requested and self.global_step < self.cfg.runner.max_steps
 
     def shutdown(self) -> None:
         """Stop workers (envs closed, process groups destroyed) and Ray; safe to call twice."""
@@ -427,7 +435,7 @@ class EmbodiedRunner:
         """A one-screen report: where the logs, videos and checkpoints are; eval success before and after."""
         lines = [
             "=" * 72,
-            f"worldrl run finished: {self.global_step} steps",
+            f"worldrl run {'stopped' if self.stopped_early() else 'finished'}: {self.global_step} steps",
             f"  logs:        {self.log_dir}",
             f"  tensorboard: tensorboard --logdir {os.path.join(self.log_dir, 'tensorboard')}",
             f"  metrics:     {os.path.join(self.log_dir, 'metrics.jsonl')}",
@@ -446,12 +454,14 @@ class EmbodiedRunner:
 
 
 def run_job(cfg: JobConfig) -> EmbodiedRunner:
-    """Run a validated job end to end; workers are shut down on success, error and Ctrl-C. An error becomes
-    ``JobFailed`` (one line naming the worker and the cause; the traceback in ``<log_dir>/error.log``)."""
+    """Run a validated job end to end; workers are shut down on success, error, Ctrl-C and SIGTERM. An error
+    becomes ``JobFailed`` (one line naming the worker and the cause; the traceback in ``<log_dir>/error.log``);
+    a SIGTERM stops after the current step with a checkpoint and raises ``JobStopped`` naming it."""
     runner = EmbodiedRunner(cfg)
     try:
-        runner.setup()
-        runner.run()
+        runner.setup()  # ray.init sets a SIGTERM handler that exits at once; the loop's replaces it
+        with stop_on_sigterm() as runner.stop:
+            runner.run()
     except KeyboardInterrupt:
         print("interrupted: shutting down workers", flush=True)
         raise
@@ -460,4 +470,8 @@ def run_job(cfg: JobConfig) -> EmbodiedRunner:
     finally:
         runner.shutdown()
     print(runner.summary(), flush=True)
+    if runner.stopped_early():
+        raise JobStopped(
+            runner.stop.signal_name or "SIGTERM", runner.global_step, (runner.saved or [None])[-1]
+        )
     return runner

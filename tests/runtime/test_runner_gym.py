@@ -1,5 +1,7 @@
-"""The full Ray runtime on CartPole: placements, exact resume, metrics, clean shutdown on error."""
+"""The full Ray runtime on CartPole: placements, exact resume, metrics, clean shutdown on error and SIGTERM."""
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -8,6 +10,8 @@ import ray
 from policy_and_value.config import load_config
 from policy_and_value.runner import run_job
 from policy_and_value.runner.failure import JobFailed
+from policy_and_value.runner.runner import EmbodiedRunner
+from policy_and_value.runner.stop import JobStopped
 from tests.runtime.jobs import run_and_read
 
 pytestmark = pytest.mark.slow
@@ -33,9 +37,26 @@ def _comparable(row: dict) -> dict:
     return {k: v for k, v in row.items() if not k.startswith("time/")}
 
 
-def test_resume_reproduces_uninterrupted_run(tmp_path):
+def test_resume_reproduces_uninterrupted_run(tmp_path, monkeypatch):
+    """A run stopped by SIGTERM during step 2 (no save_interval) checkpoints step 2 and shuts Ray down; resumed
+    from there it repeats the uninterrupted run's steps 3 and 4 exactly."""
     full = _run(tmp_path, "full", ["runner.max_steps=4", "runner.save_interval=2"])
-    ckpt = tmp_path / "full" / "checkpoints" / "global_step_2"
+    assert (tmp_path / "full" / "checkpoints" / "global_step_2" / "runner_state.pt").exists()
+    step = EmbodiedRunner.step
+
+    def step_then_sigterm(runner: EmbodiedRunner) -> dict[str, float]:
+        if runner.global_step == 1:  # the signal arrives while step 2 runs
+            os.kill(os.getpid(), signal.SIGTERM)
+        return step(runner)
+
+    monkeypatch.setattr(EmbodiedRunner, "step", step_then_sigterm)
+    with pytest.raises(
+        JobStopped, match=r"stopped by SIGTERM after step 2: continue with runner\.resume_dir="
+    ):
+        _run(tmp_path, "stopped", ["runner.max_steps=4", "runner.save_interval=-1"])
+    monkeypatch.setattr(EmbodiedRunner, "step", step)
+    assert not ray.is_initialized()
+    ckpt = tmp_path / "stopped" / "checkpoints" / "global_step_2"
     assert (ckpt / "actor" / ".metadata").exists()
     assert (ckpt / "rollout" / "model.safetensors").exists()
     assert (ckpt / "runner_state.pt").exists()
