@@ -125,30 +125,31 @@ def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
     state_model, dynamics = cfg.env.train.state_model_config, cfg.env.train.dynamics_model_config
     datasets, resume, total, records = [co.state_model_data], cfg.runner.resume_dir, 0, []
     with stop_on_sigterm() as stop:
-        for r in range(co.rounds):
-            here = os.path.join(root, f"round_{r + 1}")
-            try:
+        try:
+            for r in range(co.rounds):
+                here = os.path.join(root, f"round_{r + 1}")
                 runner = run_job(round_config(cfg, r, resume, state_model, dynamics))
-            except JobStopped as stopped:  # the refitted models belong to the resume command too
-                raise JobStopped(stopped.signal_name, stopped.step, stopped.checkpoint,
-                                 also=f"env.train.state_model_config={state_model}") from None  # fmt: skip
-            resume = runner.saved[-1]
-            policy = str(export_policy(resume, os.path.join(here, "policy")))
-            real = collect_real(cfg, policy, os.path.join(here, "episodes"), seed=cfg.runner.seed * 1000 + r)
-            datasets.append(os.path.join(here, "episodes"))
-            merged = os.path.join(here, "data")
-            if not os.path.isdir(merged):
-                merge_datasets(datasets, merged)
-            state_model, dynamics = refit(cfg, merged, state_model, dynamics, here)
-            total += real["real_env_steps"]
-            record = {"round": r + 1, "step": runner.global_step, **real, "real_env_steps_total": total,
-                      "checkpoint": resume, "state_model": state_model, "dynamics_model": dynamics,
-                      **{k: v for k, v in runner.last_eval.items() if k.startswith("eval/")}}  # fmt: skip
-            records.append(record)
-            with open(os.path.join(root, "rounds.jsonl"), "a") as f:
-                f.write(json.dumps(record) + "\n")
-            log_round(cfg, log_dir, record, log)
-            if stop.requested and r + 1 < co.rounds:
-                raise JobStopped(stop.signal_name or "SIGTERM", runner.global_step, resume,
-                                 also=f"env.train.state_model_config={state_model}")  # fmt: skip
+                resume = runner.saved[-1]
+                policy = str(export_policy(resume, os.path.join(here, "policy")))
+                real = collect_real(
+                    cfg, policy, os.path.join(here, "episodes"), seed=cfg.runner.seed * 1000 + r
+                )
+                datasets.append(os.path.join(here, "episodes"))
+                merged = os.path.join(here, "data")
+                if not os.path.isdir(merged):
+                    merge_datasets(datasets, merged)
+                state_model, dynamics = refit(cfg, merged, state_model, dynamics, here)
+                total += real["real_env_steps"]
+                record = {"round": r + 1, "step": runner.global_step, **real, "real_env_steps_total": total,
+                          "checkpoint": resume, "state_model": state_model, "dynamics_model": dynamics,
+                          **{k: v for k, v in runner.last_eval.items() if k.startswith("eval/")}}  # fmt: skip
+                records.append(record)
+                with open(os.path.join(root, "rounds.jsonl"), "a") as f:
+                    f.write(json.dumps(record) + "\n")
+                log_round(cfg, log_dir, record, log)
+                if stop.requested and r + 1 < co.rounds:
+                    raise JobStopped(stop.signal_name or "SIGTERM", runner.global_step, resume)
+        except JobStopped as stopped:  # in RL or after a round: resuming needs the newest state model too
+            raise JobStopped(stopped.signal_name, stopped.step, stopped.checkpoint,
+                             also=f"env.train.state_model_config={state_model}") from None  # fmt: skip
     return records

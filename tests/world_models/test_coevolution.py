@@ -105,3 +105,22 @@ def test_coevolution_keys_are_checked_before_start(real_world):
                 "env.train.outcome_source=frames",
             ],
         )
+
+
+def test_a_stop_in_rl_names_the_checkpoint_and_the_state_model(real_world, tmp_path, monkeypatch):
+    """A SIGTERM during a round's RL (run_job raises JobStopped) ends co-evolution with the resume command:
+    the checkpoint and the state model the round trained with."""
+    from policy_and_value.runner.coevolution import run_coevolution
+    from policy_and_value.runner.stop import JobStopped
+
+    def stopped(cfg):
+        raise JobStopped("SIGTERM", 1, "/runs/co/checkpoints/global_step_1")
+
+    monkeypatch.setattr("policy_and_value.runner.runner.run_job", stopped)
+    cfg = load_config("ppo_pi0_metaworld", [*_overrides(real_world), f"runner.logger.log_path={tmp_path}"])
+    with pytest.raises(JobStopped) as err:
+        run_coevolution(cfg)
+    assert str(err.value) == (
+        "stopped by SIGTERM after step 1: continue with runner.resume_dir=/runs/co/checkpoints/global_step_1 "
+        f"env.train.state_model_config={real_world['state']}"
+    )
