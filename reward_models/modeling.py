@@ -8,18 +8,20 @@ Frames of all envs and time steps are scored in one batched forward.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from reward_models.configuration import RewardModelConfig
-from toolkits.model_dir import config_path, load_weights_strict, write_model_dir
+from toolkits.model_dir import ModelDirMixin
 
 
-class FrameScorer(nn.Module):
+class FrameScorer(ModelDirMixin, nn.Module):
     """Progress/value model or success classifier over multi-view frames and a task prompt."""
+
+    config_class = RewardModelConfig
+    model_kind = "reward model"
 
     def __init__(self, cfg: RewardModelConfig):
         super().__init__()
@@ -78,14 +80,3 @@ class FrameScorer(nn.Module):
     def score(self, images: torch.Tensor, prompt: Sequence[str] | None = None) -> torch.Tensor:
         """The reward contract: ``images`` uint8 [N, T, V, H, W, 3] -> [N, T] in [0, 1] (no gradients)."""
         return self.forward(images, prompt).float()
-
-    def save_pretrained(self, directory: str | Path) -> Path:
-        """Write ``config.json`` + ``model.safetensors``."""
-        return write_model_dir(directory, self.cfg, self)
-
-    @classmethod
-    def from_pretrained(cls, directory: str | Path, device: str | torch.device = "cpu") -> FrameScorer:
-        """Load a directory written by ``save_pretrained``; missing or unexpected keys are an error."""
-        model = cls(RewardModelConfig.load(config_path(directory, "reward model")))
-        load_weights_strict(model, directory)
-        return model.to(device).eval()

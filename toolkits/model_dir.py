@@ -1,5 +1,6 @@
 """Model directories (``config.json`` + ``model.safetensors``), written and read the same way by the
-reward models and the dynamics model: atomic-enough writes, strict loads that list any key mismatch."""
+reward models, the dynamics model and the state model (``ModelDirMixin``): strict loads that list any key
+mismatch, and ``replace_dir_atomically`` for writes a stop midway must not leave half done."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from safetensors.torch import load_file, save_file
 from torch import nn
@@ -62,6 +63,25 @@ def load_weights_strict(model: nn.Module, directory: str | Path) -> None:
         raise KeyError(
             f"{path}: missing keys {result.missing_keys[:20]}, unexpected keys {result.unexpected_keys[:20]}"
         )
+
+
+class ModelDirMixin:
+    """``save_pretrained`` / ``from_pretrained`` for an ``nn.Module`` whose config is ``self.cfg`` (a dataclass
+    with ``save`` and ``load``): one way to write and strictly read a model directory for every model here."""
+
+    config_class: ClassVar[type]  # its ``load(path)`` reads config.json
+    model_kind: ClassVar[str]  # named in the error when a directory is not this model's
+
+    def save_pretrained(self, directory: str | Path) -> Path:
+        """Write ``config.json`` + ``model.safetensors``."""
+        return write_model_dir(directory, self.cfg, self)
+
+    @classmethod
+    def from_pretrained(cls, directory: str | Path, device: Any = "cpu") -> Self:
+        """Load a directory written by ``save_pretrained``; missing or unexpected keys are an error listing them."""
+        model = cls(cls.config_class.load(config_path(directory, cls.model_kind)))
+        load_weights_strict(model, directory)
+        return model.to(device).eval()
 
 
 def replace_dir_atomically(final: str | Path, write: Callable[[Path], Any]) -> Path:

@@ -20,12 +20,15 @@ import torch.nn.functional as F
 from diffusers import AutoencoderKLLTXVideo, FlowMatchEulerDiscreteScheduler, LTXVideoTransformer3DModel
 from torch import nn
 
-from toolkits.model_dir import config_path, load_weights_strict, write_model_dir
+from toolkits.model_dir import ModelDirMixin
 from world_models.dynamics_config import DynamicsModelConfig
 
 
-class DynamicsModel(nn.Module):
+class DynamicsModel(ModelDirMixin, nn.Module):
     """``imagine(history, state, actions, prompt)`` -> the frames (and state) after the action chunk."""
+
+    config_class = DynamicsModelConfig
+    model_kind = "dynamics model"
 
     def __init__(self, cfg: DynamicsModelConfig):
         super().__init__()
@@ -286,17 +289,6 @@ class DynamicsModel(nn.Module):
         return {"images": images, "state": next_state}
 
     # ------------------------------------------------------------------ weights
-    def save_pretrained(self, directory: str | Path) -> Path:
-        """Write ``config.json`` + ``model.safetensors``."""
-        return write_model_dir(directory, self.cfg, self)
-
-    @classmethod
-    def from_pretrained(cls, directory: str | Path, device: str | torch.device = "cpu") -> DynamicsModel:
-        """Load a directory written by ``save_pretrained``; missing or unexpected keys are an error listing them."""
-        model = cls(DynamicsModelConfig.load(config_path(directory, "dynamics model")))
-        load_weights_strict(model, directory)
-        return model.to(device).eval()
-
     @classmethod
     def from_diffusers_dirs(
         cls, cfg: DynamicsModelConfig, vae_dir: str | Path, transformer_dir: str | Path

@@ -21,13 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from toolkits.model_dir import (
-    config_path,
-    load_weights_strict,
-    read_config_json,
-    write_config_json,
-    write_model_dir,
-)
+from toolkits.model_dir import ModelDirMixin, read_config_json, write_config_json
 
 
 @dataclass
@@ -92,9 +86,12 @@ def ensemble_mlp(members: int, d_in: int, hidden: int, layers: int, d_out: int) 
     return nn.Sequential(*parts, EnsembleLinear(members, dims[-1], d_out))
 
 
-class StateModel(nn.Module):
+class StateModel(ModelDirMixin, nn.Module):
     """``rollout_chunk(states, actions, prompts)`` -> every member's states after each action of the chunk;
     ``success_prob(states, prompts)`` -> the ensemble's probability that each state solves its task."""
+
+    config_class = StateModelConfig
+    model_kind = "state model"
 
     def __init__(self, cfg: StateModelConfig):
         super().__init__()
@@ -204,15 +201,3 @@ class StateModel(nn.Module):
         moving = self.delta_std > 1e-5
         spread = states.std(0, correction=0)[..., moving] / self.delta_std[moving]
         return spread.mean(-1)
-
-    # ------------------------------------------------------------------ weights
-    def save_pretrained(self, directory: str | Path) -> Path:
-        """Write ``config.json`` + ``model.safetensors``."""
-        return write_model_dir(directory, self.cfg, self)
-
-    @classmethod
-    def from_pretrained(cls, directory: str | Path, device: str | torch.device = "cpu") -> StateModel:
-        """Load a directory written by ``save_pretrained``; missing or unexpected keys are an error."""
-        model = cls(StateModelConfig.load(config_path(directory, "state model")))
-        load_weights_strict(model, directory)
-        return model.to(device).eval()
