@@ -88,6 +88,18 @@ def test_rollout_shapes_members_and_round_trip(tmp_path):
     assert torch.equal(again.reward_values(path, tasks), rewarded.reward_values(path, tasks))
 
 
+def test_shipped_state_models_match_their_checksums_and_load_strictly():
+    """Both shipped models (``model``, ``model_long``) are whole and load into the current StateModel, with
+    the renderer and reward head the dense recipe reads."""
+    from tests.assets import REPO, assert_matches_sha256sums
+
+    root = REPO / "assets" / "world_models" / "state_outcome"
+    assert assert_matches_sha256sums(root) >= 4
+    first, longer = (StateModel.from_pretrained(root / name) for name in ("model", "model_long"))
+    assert first.cfg == longer.cfg and first.cfg.reward_head and first.cfg.latent_shape
+    assert any(not torch.equal(a, b) for a, b in zip(first.state_dict().values(), longer.state_dict().values()))
+
+
 def test_windows_line_up_actions_states_and_success(rule_episodes):
     episodes = EpisodeDataset(rule_episodes)
     data = StateWindows(episodes, [0], chunk=4, horizon=2)
