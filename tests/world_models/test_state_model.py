@@ -97,7 +97,9 @@ def test_shipped_state_models_match_their_checksums_and_load_strictly():
     assert assert_matches_sha256sums(root) >= 4
     first, longer = (StateModel.from_pretrained(root / name) for name in ("model", "model_long"))
     assert first.cfg == longer.cfg and first.cfg.reward_head and first.cfg.latent_shape
-    assert any(not torch.equal(a, b) for a, b in zip(first.state_dict().values(), longer.state_dict().values()))
+    assert any(
+        not torch.equal(a, b) for a, b in zip(first.state_dict().values(), longer.state_dict().values())
+    )
 
 
 def test_windows_line_up_actions_states_and_success(rule_episodes):
