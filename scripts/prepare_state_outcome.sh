@@ -43,13 +43,13 @@ stage "start frames" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --
 stage "gauge starts" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task 9 \
   --max-episode-steps 4 --cameras "${CAMERAS[@]}" --seed 21 --num-envs 9 --layout-seed 1 --out "$OUT/gauge_starts"
 stage "gauge" "$PY" benchmarks/wm_outcome_gauge.py --config rl_metaworld_outcome_wm --starts "$OUT/gauge_starts" \
-  env.train.state_model_config="$OUT/long/model" env.train.dynamics_model_image_root="$OUT/starts"
-# the same starts with the shaped reward, whole 150-step episodes (rl_metaworld_dense_wm)
+  env.train.state_model_config="$OUT/train/model" env.train.dynamics_model_image_root="$OUT/starts"
+# the longer-trained model on the same starts with the shaped reward, whole 150-step episodes (rl_metaworld_dense_wm)
 stage "dense gauge" "$PY" benchmarks/wm_outcome_gauge.py --config rl_metaworld_dense_wm --starts "$OUT/gauge_starts" \
   env.eval.ignore_terminations=true env.train.state_model_config="$OUT/long/model" \
   env.train.dynamics_model_image_root="$OUT/starts"
 
 print_stages prepare_state_outcome
 echo "train with it:"
-echo "  bash scripts/run_embodiment.sh rl_metaworld_outcome_wm env.train.state_model_config=$OUT/long/model \\"
+echo "  bash scripts/run_embodiment.sh rl_metaworld_outcome_wm env.train.state_model_config=$OUT/train/model \\"
 echo "    env.train.dynamics_model_image_root=$OUT/starts"

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
@@ -77,7 +78,7 @@ class ModelDirMixin:
         return write_model_dir(directory, self.cfg, self)
 
     @classmethod
-    def from_pretrained(cls, directory: str | Path, device: Any = "cpu") -> Self:
+    def from_pretrained(cls, directory: str | Path, device: str | torch.device = "cpu") -> Self:
         """Load a directory written by ``save_pretrained``; missing or unexpected keys are an error listing them."""
         model = cls(cls.config_class.load(config_path(directory, cls.model_kind)))
         load_weights_strict(model, directory)
