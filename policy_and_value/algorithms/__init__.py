@@ -4,8 +4,10 @@ from policy_and_value.algorithms.advantages import (
     compute_gae,
     compute_grpo,
     group_returns,
+    group_returns_to_go,
     mixed_groups,
     normalise_in_groups,
+    normalise_to_go_in_groups,
     normalize_advantages,
 )
 from policy_and_value.algorithms.losses import (
@@ -25,7 +27,9 @@ __all__ = [
     "compute_gae",
     "compute_grpo",
     "group_returns",
+    "group_returns_to_go",
     "normalise_in_groups",
+    "normalise_to_go_in_groups",
     "explained_variance",
     "get_advantage_fn",
     "masked_mean",

@@ -65,6 +65,33 @@ def group_returns(rewards: torch.Tensor, loss_mask: torch.Tensor, group_size: in
     return returns.view(B // group_size, group_size)
 
 
+def group_returns_to_go(rewards: torch.Tensor, loss_mask: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Each env's return from every chunk on (its rewards over valid steps from t to the end), as
+    [T, B // group_size, group_size]: a chunk is credited with what followed it, not what came before."""
+    if rewards.dim() == 3:
+        rewards = rewards.sum(-1)
+    masked = rewards * loss_mask.to(rewards.dtype)
+    to_go = masked.flip(0).cumsum(0).flip(0)  # [T, B]
+    T, B = to_go.shape
+    if B % group_size:
+        raise ValueError(f"algorithm.group_size={group_size}: must divide the {B} envs of the batch")
+    return to_go.view(T, B // group_size, group_size)
+
+
+def normalise_to_go_in_groups(
+    to_go: torch.Tensor, loss_mask: torch.Tensor, eps: float = 1e-6
+) -> torch.Tensor:
+    """Advantages [T, B] from returns to go [T, B // group_size, group_size] (``group_returns_to_go``): at
+    every chunk index, normalised among the group's envs still in their episode there (a per-time baseline,
+    as GRPO's per-start one)."""
+    m = loss_mask.to(to_go.dtype).view_as(to_go)
+    count = m.sum(-1, keepdim=True).clamp(min=1.0)
+    mean = (to_go * m).sum(-1, keepdim=True) / count
+    var = (((to_go - mean) ** 2) * m).sum(-1, keepdim=True) / count
+    normed = (to_go - mean) / (var.sqrt() + eps) * m
+    return normed.reshape(loss_mask.shape)
+
+
 def mixed_groups(grouped: torch.Tensor, tol: float = 1e-6) -> torch.Tensor:
     """bool [num_groups]: whether a group's episode returns differ (``group_returns``' layout). A group
     whose samples all ended alike (all succeeded, or all failed) has nothing for GRPO to compare."""

@@ -89,6 +89,10 @@ def check_algorithm(cfg: JobConfig) -> None:
         raise config_error(
             "algorithm.drop_uniform_groups", True, f"drops GRPO groups: needs adv_type grpo, not {algo.adv_type}"
         )  # fmt: skip
+    if algo.grpo_return != "episode" and algo.adv_type != "grpo":
+        raise config_error(
+            "algorithm.grpo_return", algo.grpo_return, f"credits GRPO's chunks: needs adv_type grpo, not {algo.adv_type}"
+        )  # fmt: skip
     if algo.shuffle_advantages and algo.reverse_advantages:
         raise config_error(
             "algorithm.reverse_advantages", True, "one advantage ablation at a time: shuffle_advantages is true too"

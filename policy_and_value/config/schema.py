@@ -82,6 +82,10 @@ class AlgorithmConfig(Strict):
     # carry no signal and are left out of the loss; rollout/mixed_group_fraction logs the share kept
     drop_uniform_groups: bool = False
     adv_type: Literal["gae", "grpo"] = "gae"
+    # GRPO: what a chunk is credited with. episode: its episode's return, the same for every chunk (GRPO);
+    # to_go: the return from that chunk on, normalised among the group at the same chunk index (with a
+    # dense reward a chunk is no longer credited with the progress made before it)
+    grpo_return: Literal["episode", "to_go"] = "episode"
     loss_type: Literal["ppo"] = "ppo"
     reward_type: Literal["chunk_level", "action_level"] = "chunk_level"
     logprob_type: Literal["chunk_level", "action_level", "token_level"] = "action_level"

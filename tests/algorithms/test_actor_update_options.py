@@ -163,6 +163,19 @@ def test_uniform_groups_are_dropped_and_counted(observations, drop):
         assert torch.equal(kept, mixed & (shard["rewards"][0] == 1))
 
 
+def test_returns_to_go_reach_the_chunks_through_the_actor(observations):
+    """algorithm.grpo_return=to_go: the actor's advantages are the group-normalised returns to go (here
+    one chunk per env, so they equal the episode's GRPO advantages) and its returns the rewards to go."""
+    shard = grouped_outcome_shard(observations)
+    episode, to_go = grpo_actor(), grpo_actor("algorithm.grpo_return=to_go")
+    a = dict(shard, values=shard["values"].clone())
+    b = dict(shard, values=shard["values"].clone())
+    episode._advantages(a)
+    to_go._advantages(b)
+    assert torch.allclose(a["advantages"], b["advantages"], atol=1e-5)
+    assert torch.equal(b["returns"], shard["rewards"])
+
+
 def test_mixed_groups():
     from policy_and_value.algorithms import mixed_groups
 

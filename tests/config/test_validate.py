@@ -1,6 +1,6 @@
 """Config validation: all shipped configs load; bad configs fail before any work with one clear line.
 
-The 95 bad inputs of ``BAD`` each end the CLI (``python -m policy_and_value.train``, what
+The 96 bad inputs of ``BAD`` each end the CLI (``python -m policy_and_value.train``, what
 scripts/run_embodiment.sh runs) with exit code 2 and one line on stderr, before Ray starts.
 """
 
@@ -362,6 +362,11 @@ BAD = [
         "rl_release",
         ["algorithm.drop_uniform_groups=true"],
         ["algorithm.drop_uniform_groups=True", "needs adv_type grpo, not gae"],
+    ),
+    (
+        "rl_release",
+        ["algorithm.grpo_return=to_go"],
+        ["algorithm.grpo_return='to_go'", "needs adv_type grpo, not gae"],
     ),
     ("rl_release", ["env.train.reward_signal=success"], ["env.train.reward_signal='success'", "metaworld"]),
     (
