@@ -81,15 +81,15 @@ def group_returns_to_go(rewards: torch.Tensor, loss_mask: torch.Tensor, group_si
 def normalise_to_go_in_groups(
     to_go: torch.Tensor, loss_mask: torch.Tensor, eps: float = 1e-6
 ) -> torch.Tensor:
-    """Advantages [T, B] from returns to go [T, B // group_size, group_size] (``group_returns_to_go``): at
-    every chunk index, normalised among the group's envs still in their episode there (a per-time baseline,
-    as GRPO's per-start one)."""
+    """Advantages [T, B] from returns to go [T, B // group_size, group_size] (``group_returns_to_go``): each
+    minus the mean of the group's envs still in their episode at that chunk index (a per-index baseline, as
+    GRPO's per-start one), divided by the group's spread over all its chunks, so late chunks, with little
+    left to earn, get small advantages rather than noise blown up to unit size."""
     m = loss_mask.to(to_go.dtype).view_as(to_go)
     count = m.sum(-1, keepdim=True).clamp(min=1.0)
-    mean = (to_go * m).sum(-1, keepdim=True) / count
-    var = (((to_go - mean) ** 2) * m).sum(-1, keepdim=True) / count
-    normed = (to_go - mean) / (var.sqrt() + eps) * m
-    return normed.reshape(loss_mask.shape)
+    centred = (to_go - (to_go * m).sum(-1, keepdim=True) / count) * m
+    group_var = (centred**2).sum((0, 2), keepdim=True) / m.sum((0, 2), keepdim=True).clamp(min=1.0)
+    return (centred / (group_var.sqrt() + eps)).reshape(loss_mask.shape)
 
 
 def mixed_groups(grouped: torch.Tensor, tol: float = 1e-6) -> torch.Tensor:

@@ -83,7 +83,7 @@ class AlgorithmConfig(Strict):
     drop_uniform_groups: bool = False
     adv_type: Literal["gae", "grpo"] = "gae"
     # GRPO: what a chunk is credited with. episode: its episode's return, the same for every chunk (GRPO);
-    # to_go: the return from that chunk on, normalised among the group at the same chunk index (with a
+    # to_go: the return from that chunk on, centred on the group's at the same chunk index (with a
     # dense reward a chunk is no longer credited with the progress made before it)
     grpo_return: Literal["episode", "to_go"] = "episode"
     loss_type: Literal["ppo"] = "ppo"

@@ -70,9 +70,9 @@ def test_grpo_normalises_within_groups_and_masks():
 
 
 def test_returns_to_go_credit_a_chunk_with_what_followed_it():
-    """Reward to go per chunk, normalised among the group's envs at the same chunk index: env 0's reward
-    at t=0 is credited to its chunk 0 only; a chunk past its episode's end (mask 0) gets 0 and does not
-    enter the group's statistics at that index."""
+    """Reward to go per chunk, centred on the group's mean at the same chunk index and scaled by the group's
+    spread over all its chunks: env 0's reward at t=0 is credited to its chunk 0 only; a chunk past its
+    episode's end (mask 0) gets 0 and does not enter the group's statistics."""
     rewards = torch.tensor([[3.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 2.0], [0.0, 2.0, 5.0, 1.0]])
     mask = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 0, 1]]).float()
     to_go = group_returns_to_go(rewards, mask, group_size=2)
@@ -81,11 +81,18 @@ def test_returns_to_go_credit_a_chunk_with_what_followed_it():
     assert to_go[:, 1].tolist() == [[2.0, 4.0], [1.0, 3.0], [0.0, 1.0]]
     adv = normalise_to_go_in_groups(to_go, mask)
     assert adv.shape == (3, 4)
-    # t=0, group 0: equal returns to go (3, 3) -> 0, though env 0 earned everything first
-    assert torch.allclose(adv[0, :2], torch.zeros(2), atol=1e-4)
-    assert torch.allclose(adv[1], torch.tensor([-1.0, 1.0, -1.0, 1.0]), atol=1e-4)
-    # t=2, group 1: only env 3 is still in its episode: alone, it has nothing to be compared with
-    assert adv[2, 2] == 0 and adv[2, 3] == pytest.approx(0.0, abs=1e-4)
+    # group 0 centred: (0, 0), (-1.5, 1.5), (-1, 1); spread sqrt(6.5 / 6)
+    scale0 = (6.5 / 6) ** 0.5
+    assert torch.allclose(
+        adv[:, :2], torch.tensor([[0.0, 0.0], [-1.5, 1.5], [-1.0, 1.0]]) / scale0, atol=1e-4
+    )
+    # group 1: env 2 has ended at t=2 (0, left out), env 3 alone there has nothing to be compared with
+    assert torch.allclose(
+        adv[:, 2:], torch.tensor([[-1.0, 1.0], [-1.0, 1.0], [0.0, 0.0]]) / 0.8**0.5, atol=1e-4
+    )
+    for g in range(2):  # unit spread over each group's valid chunks
+        m = mask[:, 2 * g : 2 * g + 2].bool()
+        assert (adv[:, 2 * g : 2 * g + 2][m] ** 2).mean() == pytest.approx(1.0, abs=1e-4)
     # episode-level GRPO sees equal returns in group 0 (3, 3) and credits none of its chunks, though env 0
     # earned nothing after its first chunk and env 1 everything after it
     assert torch.all(compute_grpo(rewards, mask, 2)[:, :2] == 0)
