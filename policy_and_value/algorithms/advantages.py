@@ -54,28 +54,27 @@ def normalise_in_groups(grouped: torch.Tensor, loss_mask: torch.Tensor, eps: flo
     return normed.reshape(-1).unsqueeze(0) * loss_mask.to(normed.dtype)
 
 
-def group_returns(rewards: torch.Tensor, loss_mask: torch.Tensor, group_size: int) -> torch.Tensor:
-    """Each env's episode return (its rewards over valid steps), as [B // group_size, group_size]."""
+def _valid_rewards(rewards: torch.Tensor, loss_mask: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Each env's reward per step [T, B] (summed over a chunk's actions), 0 at invalid steps; checks that
+    ``group_size`` divides the B envs (the grouping both return layouts below use)."""
     if rewards.dim() == 3:
         rewards = rewards.sum(-1)
-    returns = (rewards * loss_mask.to(rewards.dtype)).sum(0)  # [B]
-    B = returns.shape[0]
+    B = rewards.shape[1]
     if B % group_size:
         raise ValueError(f"algorithm.group_size={group_size}: must divide the {B} envs of the batch")
-    return returns.view(B // group_size, group_size)
+    return rewards * loss_mask.to(rewards.dtype)
+
+
+def group_returns(rewards: torch.Tensor, loss_mask: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Each env's episode return (its rewards over valid steps), as [B // group_size, group_size]."""
+    return _valid_rewards(rewards, loss_mask, group_size).sum(0).view(-1, group_size)
 
 
 def group_returns_to_go(rewards: torch.Tensor, loss_mask: torch.Tensor, group_size: int) -> torch.Tensor:
     """Each env's return from every chunk on (its rewards over valid steps from t to the end), as
     [T, B // group_size, group_size]: a chunk is credited with what followed it, not what came before."""
-    if rewards.dim() == 3:
-        rewards = rewards.sum(-1)
-    masked = rewards * loss_mask.to(rewards.dtype)
-    to_go = masked.flip(0).cumsum(0).flip(0)  # [T, B]
-    T, B = to_go.shape
-    if B % group_size:
-        raise ValueError(f"algorithm.group_size={group_size}: must divide the {B} envs of the batch")
-    return to_go.view(T, B // group_size, group_size)
+    to_go = _valid_rewards(rewards, loss_mask, group_size).flip(0).cumsum(0).flip(0)  # [T, B]
+    return to_go.view(to_go.shape[0], -1, group_size)
 
 
 def normalise_to_go_in_groups(
