@@ -91,6 +91,18 @@ def normalise_to_go_in_groups(
     return (centred / (group_var.sqrt() + eps)).reshape(loss_mask.shape)
 
 
+def grpo_credit(
+    grouped: torch.Tensor, rewards: torch.Tensor, loss_mask: torch.Tensor, to_go: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """GRPO's (advantages, returns) [T, B] from episode returns ``grouped`` (``group_returns``): each
+    chunk credited with its episode's return, or with ``to_go`` its return from that chunk on."""
+    mask = loss_mask.to(grouped.dtype)
+    if to_go:
+        returns = group_returns_to_go(rewards, loss_mask, grouped.shape[1])
+        return normalise_to_go_in_groups(returns, loss_mask), returns.reshape(loss_mask.shape) * mask
+    return normalise_in_groups(grouped, loss_mask), grouped.reshape(1, -1) * mask
+
+
 def mixed_groups(grouped: torch.Tensor, tol: float = 1e-6) -> torch.Tensor:
     """bool [num_groups]: whether a group's episode returns differ (``group_returns``' layout). A group
     whose samples all ended alike (all succeeded, or all failed) has nothing for GRPO to compare."""

@@ -31,10 +31,8 @@ from policy_and_value.algorithms import (
     compute_gae,
     explained_variance,
     group_returns,
-    group_returns_to_go,
+    grpo_credit,
     mixed_groups,
-    normalise_in_groups,
-    normalise_to_go_in_groups,
     normalize_advantages,
     ppo_policy_loss,
     value_loss,
@@ -253,14 +251,7 @@ class ActorWorker(Worker):
             mixed = mixed_groups(grouped)
             if algo.drop_uniform_groups:  # dynamic sampling: a group whose episodes all ended alike
                 mask = traj["loss_mask"] = mask * mixed.repeat_interleave(algo.group_size).to(mask.dtype)
-            # to_go: each chunk's return from it on, against the group's at the same chunk index
-            if algo.grpo_return == "to_go":
-                to_go = group_returns_to_go(traj["rewards"], mask, algo.group_size)
-                adv = normalise_to_go_in_groups(to_go, mask)
-                ret = to_go.reshape(mask.shape) * mask.to(to_go.dtype)
-            else:
-                adv = normalise_in_groups(grouped, mask)  # = compute_grpo, returns computed once
-                ret = grouped.reshape(1, -1) * mask.to(grouped.dtype)  # each step: its episode's return
+            adv, ret = grpo_credit(grouped, traj["rewards"], mask, to_go=algo.grpo_return == "to_go")
             # how much the actions of one start differ in outcome: ~0 means GRPO normalises noise
             spread["rollout/group_return_std"] = float(grouped.std(1, unbiased=False).mean())
             spread["rollout/mixed_group_fraction"] = float(mixed.float().mean())
