@@ -44,12 +44,17 @@ install-maniskill: $(MANISKILL_STAMP)
 quickstart: install
 	bash scripts/run_embodiment.sh quickstart
 
+# Two pytest workers (pytest-xdist), each test file on one of them: most tests wait on Ray start-up, process
+# spawning or simulators, so two keep a 2-core machine busy. TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
+PYTEST := $(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
+
 test: install install-libero install-maniskill
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest -q -p no:cacheprovider --timeout=900 --durations=15 tests
+	$(PYTEST) --timeout=900 --durations=15 tests
 
 test-fast: install install-libero install-maniskill
-	$(VENV)/bin/pytest -q -m "not slow" tests
+	$(PYTEST) -m "not slow" tests
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

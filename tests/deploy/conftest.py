@@ -16,6 +16,19 @@ MAX_MESSAGE_MB = 1.0
 NO_OPENPI_CLIENT = "openpi-client not installed (pip install --no-deps openpi-client==0.1.2; see README)"
 
 
+@pytest.fixture(scope="package", autouse=True)
+def one_torch_thread():
+    """One intra-op thread while the deploy tests run: the server infers in its executor threads and the
+    tests compare with the main thread's answers; with several threads (a fresh pytest-xdist worker) the two
+    can round differently (1e-7 seen), and a closed-loop episode can turn that into another outcome."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def served():
     """The quickstart policy behind ``ServedPolicy`` (seed 0: answers depend on the observation only)."""

@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ray.exceptions import RayTaskError
@@ -36,9 +37,10 @@ def test_record_failure_writes_the_traceback(tmp_path):
     )
 
 
-def _raylets() -> set[int]:
-    out = subprocess.run(["pgrep", "-f", "ray/raylet"], capture_output=True, text=True).stdout
-    return {int(p) for p in out.split()}
+def _processes_under(path: str) -> list[str]:
+    """Command lines naming ``path``: a job's Ray processes (raylet, GCS, workers) name its temp dir."""
+    out = subprocess.run(["pgrep", "-af", path], capture_output=True, text=True).stdout
+    return out.splitlines()
 
 
 def test_worker_failing_at_start_is_one_line_and_leaves_no_ray_behind(tmp_path):
@@ -49,11 +51,13 @@ def test_worker_failing_at_start_is_one_line_and_leaves_no_ray_behind(tmp_path):
     config = json.loads((wm / "config.json").read_text())
     config["vae"]["latent_channels"] = 8  # the weights have 16
     (wm / "config.json").write_text(json.dumps(config))
-    before = _raylets()
+    # the job's own Ray temp dir (short: Ray's socket paths must fit in 107 characters), so that other
+    # tests' Ray clusters running beside this one (pytest-xdist) are not mistaken for this job's
+    ray_tmp = tempfile.mkdtemp(prefix="rayfail", dir="/tmp")
     proc = subprocess.run(
         ["bash", str(REPO / "scripts" / "run_embodiment.sh"), "rl_release", f"env.train.dynamics_model_config={wm}",
          "runner.max_steps=1", f"runner.logger.log_path={tmp_path / 'logs'}"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1", "RAY_TMPDIR": ray_tmp},
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr[-2000:]
     errors = [ln for ln in proc.stderr.splitlines() if "error" in ln.lower() and "WARNING" not in ln]
@@ -64,4 +68,8 @@ def test_worker_failing_at_start_is_one_line_and_leaves_no_ray_behind(tmp_path):
     log = tmp_path / "logs" / "rl_release" / "error.log"
     assert f"(traceback: {log})" in errors[0]
     assert "model_dir.py" in log.read_text()  # the worker's own traceback (the load that failed) is kept
-    assert _raylets() <= before  # this job's Ray is gone
+    try:
+        assert list(Path(ray_tmp).glob("ray/session_*")), "the job's Ray did not start under RAY_TMPDIR"
+        assert _processes_under(ray_tmp) == []  # this job's Ray is gone
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
