@@ -18,9 +18,11 @@ NO_OPENPI_CLIENT = "openpi-client not installed (pip install --no-deps openpi-cl
 
 @pytest.fixture(scope="package", autouse=True)
 def one_torch_thread():
-    """One intra-op thread while the deploy tests run: the server infers in its executor threads and the
-    tests compare with the main thread's answers; with several threads (a fresh pytest-xdist worker) the two
-    can round differently (1e-7 seen), and a closed-loop episode can turn that into another outcome."""
+    """One intra-op thread whenever the deploy tests run. The server infers in executor threads, which keep
+    the thread count they started with, and the tests compare with the main thread's answers; a pytest-xdist
+    worker runs other files between the deploy files, and in-process workers there set the main thread to
+    one thread: 1 against 2 threads round differently (2e-7), and a closed-loop episode can turn that into
+    another outcome."""
     import torch
 
     threads = torch.get_num_threads()
