@@ -53,23 +53,20 @@ def test_worker_failing_at_start_is_one_line_and_leaves_no_ray_behind(tmp_path):
     (wm / "config.json").write_text(json.dumps(config))
     # the job's own Ray temp dir (short: Ray's socket paths must fit in 107 characters), so that other
     # tests' Ray clusters running beside this one (pytest-xdist) are not mistaken for this job's
-    ray_tmp = tempfile.mkdtemp(prefix="rayfail", dir="/tmp")
-    proc = subprocess.run(
-        ["bash", str(REPO / "scripts" / "run_embodiment.sh"), "rl_release", f"env.train.dynamics_model_config={wm}",
-         "runner.max_steps=1", f"runner.logger.log_path={tmp_path / 'logs'}"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1", "RAY_TMPDIR": ray_tmp},
-    )  # fmt: skip
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln.lower() and "WARNING" not in ln]
-    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert errors[0].startswith("error: job failed in env_0:EnvWorker.__init__ died while starting:"), errors[
-        0
-    ]
-    log = tmp_path / "logs" / "rl_release" / "error.log"
-    assert f"(traceback: {log})" in errors[0]
-    assert "model_dir.py" in log.read_text()  # the worker's own traceback (the load that failed) is kept
-    try:
+    with tempfile.TemporaryDirectory(prefix="rayfail", dir="/tmp") as ray_tmp:
+        proc = subprocess.run(
+            ["bash", str(REPO / "scripts" / "run_embodiment.sh"), "rl_release", f"env.train.dynamics_model_config={wm}",
+             "runner.max_steps=1", f"runner.logger.log_path={tmp_path / 'logs'}"],
+            capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1", "RAY_TMPDIR": ray_tmp},
+        )  # fmt: skip
+        assert proc.returncode == 1, proc.stderr[-2000:]
+        errors = [ln for ln in proc.stderr.splitlines() if "error" in ln.lower() and "WARNING" not in ln]
+        assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert errors[0].startswith("error: job failed in env_0:EnvWorker.__init__ died while starting:"), (
+            errors[0]
+        )
+        log = tmp_path / "logs" / "rl_release" / "error.log"
+        assert f"(traceback: {log})" in errors[0]
+        assert "model_dir.py" in log.read_text()  # the worker's own traceback (the load that failed) is kept
         assert list(Path(ray_tmp).glob("ray/session_*")), "the job's Ray did not start under RAY_TMPDIR"
         assert _processes_under(ray_tmp) == []  # this job's Ray is gone
-    finally:
-        shutil.rmtree(ray_tmp, ignore_errors=True)
