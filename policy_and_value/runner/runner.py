@@ -65,6 +65,9 @@ class EmbodiedRunner:
             None  # overlap: next step's rollouts, generated already
         )
         self.saved: list[str] = []
+        # whether the rollout holds the actor's latest update (blended once by sync_weights): evaluation and
+        # checkpoints need it, and the next step then generates without syncing again
+        self.rollout_current = False
         self.stop = StopRequest()  # run_job's SIGTERM handler sets it: stop with a checkpoint
 
     # ------------------------------------------------------------------ set-up
@@ -132,9 +135,15 @@ class EmbodiedRunner:
             ray.get(
                 [self.actor.workers[0].send_weights.remote(), *self.rollout.call("receive_weights", decay)]
             )
-            return
-        weights = self.actor.workers[0].get_weights.remote()
-        ray.get(self.rollout.call("set_weights", weights, decay))
+        else:
+            weights = self.actor.workers[0].get_weights.remote()
+            ray.get(self.rollout.call("set_weights", weights, decay))
+        self.rollout_current = True
+
+    def ensure_rollout_current(self) -> None:
+        """Sync unless the rollout already holds the latest update, so every update is blended once."""
+        if not self.rollout_current:
+            self.sync_weights()
 
     def generate_rollouts(self) -> list[tuple[str, Stream]]:
         """Run ``rollout_epoch`` x ``n_chunk_steps`` chunks on every stream; returns the recorded keys
@@ -225,7 +234,7 @@ class EmbodiedRunner:
         t0 = time.perf_counter()
         lag = 0.0
         if self.pending is None:
-            self.sync_weights()
+            self.ensure_rollout_current()
             t1 = time.perf_counter()
             keys = self.generate_rollouts()
         else:
@@ -243,6 +252,7 @@ class EmbodiedRunner:
             self.pending = self.generate_rollouts()
             overlapped = time.perf_counter() - t2
         train_metrics = self.collect_training(refs)
+        self.rollout_current = False
         t3 = time.perf_counter()
         if self.pending is not None:  # the next batch is generated: the update reaches the one after
             self.sync_weights()
@@ -286,7 +296,9 @@ class EmbodiedRunner:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, float]:
-        """Deterministic episodes on the eval envs (one per env per round) -> ``eval/<metric>``."""
+        """Deterministic episodes on the eval envs (one per env per round) -> ``eval/<metric>``, with the
+        rollout holding the latest update (so the evaluation after step N measures N updates)."""
+        self.ensure_rollout_current()
         cfg = self.cfg
         ecfg = cfg.env.eval
         S = cfg.rollout.pipeline_stage_num
@@ -321,7 +333,9 @@ class EmbodiedRunner:
         return rcfg.save_interval > 0 and (step % rcfg.save_interval == 0 or step == rcfg.max_steps)
 
     def save_checkpoint(self) -> str:
-        """Write ``global_step_N`` atomically: actor DCP, rollout weights, runner state, config."""
+        """Write ``global_step_N`` atomically: actor DCP, rollout weights (synced with step N's update
+        first, so an export from it holds N updates), runner state, config."""
+        self.ensure_rollout_current()
         final = ckpt.step_dir(self.log_dir, self.global_step)
         os.makedirs(os.path.dirname(final), exist_ok=True)
         tmp = ckpt.temp_dir_for(final)
@@ -335,6 +349,7 @@ class EmbodiedRunner:
             "rollout_rng": ray.get(self.rollout.call("get_rng_state")),
             "env": ray.get(self.env.call("get_state")),
             "driver_rng": get_rng_state(),
+            "rollout_current": True,
         }
         ckpt.save_runner_state(tmp, self.global_step, state)
         with open(os.path.join(tmp, "config.yaml"), "w") as f:
@@ -356,6 +371,9 @@ class EmbodiedRunner:
         ray.get(self.rollout.call_each("set_rng_state", [(x,) for x in state["rollout_rng"]]))
         ray.get(self.env.call_each("set_state", [(x,) for x in state["env"]]))
         set_rng_state(state["driver_rng"])
+        # checkpoints written before the rollout was synced at saving hold the weights of one update before
+        # (the run then syncs at its next step, as it did when they were written)
+        self.rollout_current = bool(state.get("rollout_current", False))
         self.global_step = step
 
     # ------------------------------------------------------------------ the loop

@@ -33,24 +33,31 @@ def save_imitation_checkpoint(overrides: list[str], path: Path) -> torch.nn.Modu
 
 
 def test_pi0_ppo_two_actor_ranks_from_model_dir(tmp_path: Path):
-    """Also with the offline anchor: a behaviour-cloning term on the shipped expert episodes, through DDP."""
+    """Also with the offline anchor (a behaviour-cloning term on the shipped expert episodes, through DDP)
+    and ``algorithm.critic_warmup_steps=1``: step 1 trains only the value head (with
+    ``detach_value_features`` nothing else moves), so the step-1 weights equal the imitation policy's."""
+    from safetensors.torch import load_file
+
     overrides = [
         "cluster=partial_sharing", "env.train.num_envs=4", "env.eval.num_envs=2", "env.eval_episodes=2",
         "env.train.max_episode_steps=24", "env.eval.max_episode_steps=16", "algorithm.n_chunk_steps=4",
         "algorithm.update_epoch=1", "actor.global_batch_size=16", "actor.micro_batch_size=4",
-        "runner.max_steps=2", "runner.val_check_interval=2", "runner.save_interval=2", "runner.progress_bar=false",
+        "runner.max_steps=2", "runner.val_check_interval=2", "runner.save_interval=1", "runner.progress_bar=false",
         "model.pi0.num_steps=2", "env.train.tasks=[reach-v3,drawer-close-v3]",
         "algorithm.offline_data_path=assets/quickstart/reset_episodes", "algorithm.offline_data_coef=0.5",
+        "algorithm.critic_warmup_steps=1", "model.pi0.detach_value_features=true",
     ]  # fmt: skip
-    save_imitation_checkpoint(overrides, tmp_path / "init_policy")
+    init = save_imitation_checkpoint(overrides, tmp_path / "init_policy")
     rows = run_and_read(
         "ppo_pi0_metaworld", tmp_path, "pi0", [*overrides, f"rollout.model_dir={tmp_path / 'init_policy'}"]
     )
     assert [r["step"] for r in rows] == [1, 2]
+    assert [r["train/critic/warmup"] for r in rows] == [1.0, 0.0]
     # one minibatch per rank and one epoch: the ratio is measured before the only update, so the actors'
-    # recomputed log-probs equal the rollout's
-    assert rows[0]["train/actor/ratio"] == pytest.approx(1.0, abs=1e-4)
-    assert rows[0]["train/actor/approx_kl"] == pytest.approx(0.0, abs=1e-4)
+    # recomputed log-probs equal the rollout's (step 2: the policy has not moved since step 1's rollout)
+    for row in rows:
+        assert row["train/actor/ratio"] == pytest.approx(1.0, abs=1e-4)
+        assert row["train/actor/approx_kl"] == pytest.approx(0.0, abs=1e-4)
     for key in (
         "train/critic/value_loss",
         "eval/success_once",
@@ -59,7 +66,15 @@ def test_pi0_ppo_two_actor_ranks_from_model_dir(tmp_path: Path):
         "train/actor/offline_fm_loss",
     ):
         assert any(key in r for r in rows), key
-    assert (tmp_path / "pi0" / "checkpoints" / "global_step_2" / "actor" / ".metadata").exists()
+    checkpoints = tmp_path / "pi0" / "checkpoints"
+    warm = load_file(checkpoints / "global_step_1" / "rollout" / "model.safetensors")
+    before = init.state_dict()
+    assert set(before) < set(warm) and any(k.startswith("value_head") for k in warm)
+    for name, tensor in before.items():
+        assert torch.equal(warm[name], tensor), name
+    trained = load_file(checkpoints / "global_step_2" / "rollout" / "model.safetensors")
+    assert any(not torch.equal(trained[name], tensor) for name, tensor in before.items())
+    assert (checkpoints / "global_step_2" / "actor" / ".metadata").exists()
 
 
 def test_pi0_model_dir_with_another_state_size_is_refused(tmp_path: Path):
@@ -75,27 +90,3 @@ def test_pi0_model_dir_with_another_state_size_is_refused(tmp_path: Path):
     )
     with pytest.raises(ValueError, match="trained with state_dim=4 but the env gives 39"):
         make_policy(cfg.model, full_state, "chunk_level", model_dir=str(tmp_path / "proprio_policy"))
-
-
-def test_critic_warmup_leaves_the_imitation_policy_untouched(tmp_path: Path):
-    """``algorithm.critic_warmup_steps``: the first steps train only the value head (with
-    ``detach_value_features`` nothing else moves), so the saved weights equal the imitation policy's."""
-    from safetensors.torch import load_file
-
-    overrides = [
-        "env.train.num_envs=2", "env.train.max_episode_steps=8", "algorithm.n_chunk_steps=2",
-        "actor.global_batch_size=4", "actor.micro_batch_size=4", "runner.max_steps=1", "runner.val_check_interval=-1",
-        "runner.save_interval=1", "runner.progress_bar=false", "model.pi0.num_steps=2",
-        "algorithm.critic_warmup_steps=1", "model.pi0.detach_value_features=true",
-    ]  # fmt: skip
-    init = save_imitation_checkpoint(overrides, tmp_path / "init_policy")
-    rows = run_and_read(
-        "ppo_pi0_metaworld", tmp_path, "warm", [*overrides, f"rollout.model_dir={tmp_path / 'init_policy'}"]
-    )
-    assert rows[0]["train/critic/warmup"] == 1.0
-    saved = load_file(tmp_path / "warm" / "checkpoints" / "global_step_1" / "rollout" / "model.safetensors")
-    before = init.state_dict()
-    assert set(before) < set(saved)
-    for name, tensor in before.items():
-        assert torch.equal(saved[name], tensor), name
-    assert any(k.startswith("value_head") for k in saved)
