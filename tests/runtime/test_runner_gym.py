@@ -94,11 +94,11 @@ def test_overlap_trains_one_step_off_policy_and_resumes_exactly(tmp_path):
 
 
 # Each placement starts its own Ray job, so each is run once in the suite: "shared" (this config's own) by
-# test_resume_reproduces_uninterrupted_run, "separate" by test_overlap_trains_one_step_off_policy_and_resumes_exactly.
+# test_resume_reproduces_uninterrupted_run, "separate" by test_overlap_trains_one_step_off_policy_and_resumes_exactly,
+# "partial_sharing" by rl_release's test (tests/world_model_rl) and the pi0 and multi-node tests.
 @pytest.mark.parametrize(
     "placement",
     [
-        ["cluster=partial_sharing"],
         [
             "cluster=partial_sharing",
             "cluster.component_placement.env=0-1",
@@ -108,7 +108,7 @@ def test_overlap_trains_one_step_off_policy_and_resumes_exactly(tmp_path):
         ],
         ["cluster=separate", "rollout.pipeline_stage_num=2"],  # two half-batches: one steps while one infers
     ],
-    ids=["partial", "packed", "pipelined"],
+    ids=["packed", "pipelined"],
 )
 def test_placements_run(tmp_path, placement):
     rows = _run(tmp_path, "p", ["runner.max_steps=1", *placement])
