@@ -61,14 +61,13 @@ def test_rl_release_on_its_placement(tmp_path):
     """rl_release as shipped places env and rollout on device 0 and two actor ranks on devices 0-1
     (partial sharing). The other placements are exercised on a cheaper policy in
     tests/runtime/test_runner_gym.py, and the quickstart above runs the same recipe on one shared device."""
-    cluster = "partial_sharing"
     overrides = [
         "runner.max_steps=1", "runner.val_check_interval=-1", "runner.save_interval=-1",
         "runner.progress_bar=false", "algorithm.num_group_envs=4", "algorithm.n_chunk_steps=5",
         "algorithm.rollout_epoch=1", "algorithm.update_epoch=1", "actor.global_batch_size=20",
         "actor.micro_batch_size=10",
     ]  # fmt: skip
-    rows = run_and_read("rl_release", tmp_path, cluster, overrides)
+    rows = run_and_read("rl_release", tmp_path, "rl_release", overrides)
     assert rows[0]["step"] == 1
     for key in (
         "env/reach-v3/return",
