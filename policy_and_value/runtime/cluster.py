@@ -42,27 +42,10 @@ class Cluster:
     @classmethod
     def start(cls, cfg: ClusterConfig, object_store_memory: int = 512 * 1024**2) -> Cluster:
         """Join ``RAY_ADDRESS`` when set, else start a local cluster sized to this machine."""
-        started = False
-        # workers' output (and a failed worker's traceback) stays in Ray's session logs: a failure reaches
-        # the user as one line (runner/failure.py) with the traceback in <log_dir>/error.log; errors of
-        # calls the runner never waited for, because another one failed first, are not printed either
-        os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
-        # a local cluster's workers inherit this process's environment (a runtime_env would carry it too,
-        # at a second more per worker start)
-        os.environ.setdefault("MUJOCO_GL", "egl")
-        if not ray.is_initialized():
-            if os.environ.get("RAY_ADDRESS"):
-                ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False)
-            else:
-                ray.init(
-                    address="local",  # a new cluster here, never one a `ray start` left in /tmp/ray
-                    num_cpus=os.cpu_count() or 1,
-                    object_store_memory=object_store_memory,
-                    include_dashboard=False,
-                    log_to_driver=False,
-                    logging_level=logging.WARNING,
-                )
-            started = True
+        set_ray_environment()
+        started = not ray.is_initialized()
+        if started:
+            init_ray(object_store_memory)
         nodes = wait_for_nodes(cfg.num_nodes, cfg.node_timeout_s if os.environ.get("RAY_ADDRESS") else 0.0)
         gpus = min(int(n["Resources"].get("GPU", 0)) for n in nodes)
         cpus = min(float(n["Resources"].get("CPU", 1)) for n in nodes)
@@ -95,6 +78,34 @@ class Cluster:
         self.placement_groups = []
         if self.started_ray and ray.is_initialized():
             ray.shutdown()
+
+
+def set_ray_environment() -> None:
+    """Environment defaults the job's processes need, set before Ray starts (its workers inherit them)."""
+    # workers' output (and a failed worker's traceback) stays in Ray's session logs: a failure reaches
+    # the user as one line (runner/failure.py) with the traceback in <log_dir>/error.log; errors of
+    # calls the runner never waited for, because another one failed first, are not printed either
+    os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
+    # a local cluster's workers inherit this process's environment (a runtime_env would carry it too,
+    # at a second more per worker start)
+    os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+def init_ray(object_store_memory: int = 512 * 1024**2) -> None:
+    """Join ``RAY_ADDRESS`` when set, else start a new local Ray sized to this machine (the one call
+    ``Cluster.start`` makes when this process has no Ray yet; tests start one that jobs then share)."""
+    set_ray_environment()
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False)
+    else:
+        ray.init(
+            address="local",  # a new cluster here, never one a `ray start` left in /tmp/ray
+            num_cpus=os.cpu_count() or 1,
+            object_store_memory=object_store_memory,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
 
 
 def wait_for_nodes(num_nodes: int, timeout_s: float) -> list[dict]:

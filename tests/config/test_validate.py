@@ -419,6 +419,8 @@ def test_cli_ends_bad_input_with_exit_2_and_one_line_before_ray(name, overrides,
 
     from policy_and_value.train import main
 
+    if ray.is_initialized():  # the Ray earlier jobs of this test process shared (tests/runtime/jobs.py)
+        ray.shutdown()
     assert main([name, *overrides]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("config error: ")

@@ -1,4 +1,5 @@
-"""The full Ray runtime on CartPole: placements, exact resume, metrics, clean shutdown on error and SIGTERM."""
+"""The full Ray runtime on CartPole: placements, exact resume, overlap, metrics, clean shutdown on SIGTERM
+(a worker that fails: test_worker_failure.py)."""
 
 import os
 import signal
@@ -7,9 +8,6 @@ from pathlib import Path
 import pytest
 import ray
 
-from policy_and_value.config import load_config
-from policy_and_value.runner import run_job
-from policy_and_value.runner.failure import JobFailed
 from policy_and_value.runner.runner import EmbodiedRunner
 from policy_and_value.runner.stop import JobStopped
 from tests.runtime.jobs import run_and_read
@@ -29,8 +27,8 @@ TINY = [
 ]
 
 
-def _run(tmp_path: Path, name: str, extra: list[str]) -> list[dict]:
-    return run_and_read("ppo_gym_cartpole", tmp_path, name, [*TINY, *extra])
+def _run(tmp_path: Path, name: str, extra: list[str], own_ray: bool = False) -> list[dict]:
+    return run_and_read("ppo_gym_cartpole", tmp_path, name, [*TINY, *extra], own_ray=own_ray)
 
 
 def _comparable(row: dict) -> dict:
@@ -40,9 +38,6 @@ def _comparable(row: dict) -> dict:
 def test_resume_reproduces_uninterrupted_run(tmp_path, monkeypatch):
     """A run stopped by SIGTERM during step 2 (no save_interval) checkpoints step 2 and shuts Ray down; resumed
     from there it repeats the uninterrupted run's steps 3 and 4 exactly."""
-    full = _run(tmp_path, "full", ["runner.max_steps=4", "runner.save_interval=2"])
-    assert full[0]["train/actor/ratio"] == pytest.approx(1.0, abs=0.2)  # the shared placement trains
-    assert (tmp_path / "full" / "checkpoints" / "global_step_2" / "runner_state.pt").exists()
     step = EmbodiedRunner.step
 
     def step_then_sigterm(runner: EmbodiedRunner) -> dict[str, float]:
@@ -54,13 +49,17 @@ def test_resume_reproduces_uninterrupted_run(tmp_path, monkeypatch):
     with pytest.raises(
         JobStopped, match=r"stopped by SIGTERM after step 2: continue with runner\.resume_dir="
     ):
-        _run(tmp_path, "stopped", ["runner.max_steps=4", "runner.save_interval=-1"])
+        _run(tmp_path, "stopped", ["runner.max_steps=4", "runner.save_interval=-1"], own_ray=True)
     monkeypatch.setattr(EmbodiedRunner, "step", step)
     assert not ray.is_initialized()
     ckpt = tmp_path / "stopped" / "checkpoints" / "global_step_2"
     assert (ckpt / "actor" / ".metadata").exists()
     assert (ckpt / "rollout" / "model.safetensors").exists()
     assert (ckpt / "runner_state.pt").exists()
+    # the uninterrupted run and the resumed one share this process's Ray (the stopped one started its own)
+    full = _run(tmp_path, "full", ["runner.max_steps=4", "runner.save_interval=2"])
+    assert full[0]["train/actor/ratio"] == pytest.approx(1.0, abs=0.2)  # the shared placement trains
+    assert (tmp_path / "full" / "checkpoints" / "global_step_2" / "runner_state.pt").exists()
     resumed = _run(
         tmp_path, "resumed", ["runner.max_steps=4", "runner.save_interval=-1", f"runner.resume_dir={ckpt}"]
     )
@@ -80,8 +79,14 @@ def test_resume_reproduces_uninterrupted_run(tmp_path, monkeypatch):
 
 def test_overlap_trains_one_step_off_policy_and_resumes_exactly(tmp_path):
     """rollout.overlap_training: step 2's batch is generated during step 1's update (lag 1); none is
-    generated during a step that saves a checkpoint (step 2) or the last, so resuming repeats the full run."""
-    overlap = ["cluster=separate", "rollout.overlap_training=true", "runner.max_steps=4"]
+    generated during a step that saves a checkpoint (step 2) or the last, so resuming repeats the full run.
+    The rollout is pipelined too (two stages), so the separate placement's own way of running is covered."""
+    overlap = [
+        "cluster=separate",
+        "rollout.overlap_training=true",
+        "rollout.pipeline_stage_num=2",  # two half-batches: one steps while the other infers
+        "runner.max_steps=4",
+    ]
     full = _run(tmp_path, "full", [*overlap, "runner.save_interval=2"])
     assert [r["rollout/policy_lag"] for r in full] == [0.0, 1.0, 0.0, 1.0]
     assert full[0]["train/actor/ratio"] == pytest.approx(1.0, abs=0.2)  # the separate placement trains
@@ -94,35 +99,17 @@ def test_overlap_trains_one_step_off_policy_and_resumes_exactly(tmp_path):
 
 
 # Each placement starts its own Ray job, so each is run once in the suite: "shared" (this config's own) by
-# test_resume_reproduces_uninterrupted_run, "separate" by test_overlap_trains_one_step_off_policy_and_resumes_exactly,
-# "partial_sharing" by rl_release's test (tests/world_model_rl) and the pi0 and multi-node tests.
-@pytest.mark.parametrize(
-    "placement",
-    [
-        [
-            "cluster=partial_sharing",
-            "cluster.component_placement.env=0-1",
-            "cluster.component_placement.rollout=0-1",
-            "cluster.component_placement.actor='0-1:0-3'",
-            "actor.micro_batch_size=8",
-        ],
-        ["cluster=separate", "rollout.pipeline_stage_num=2"],  # two half-batches: one steps while one infers
-    ],
-    ids=["packed", "pipelined"],
-)
-def test_placements_run(tmp_path, placement):
-    rows = _run(tmp_path, "p", ["runner.max_steps=1", *placement])
+# test_resume_reproduces_uninterrupted_run, "separate" with a pipelined rollout by
+# test_overlap_trains_one_step_off_policy_and_resumes_exactly, "partial_sharing" by rl_release's test
+# (tests/world_model_rl), the pi0 and multi-node tests, and packed onto two devices here.
+def test_packed_placement_runs(tmp_path):
+    """Every component on both devices, four actor ranks on two devices."""
+    packed = [
+        "cluster=partial_sharing",
+        "cluster.component_placement.env=0-1",
+        "cluster.component_placement.rollout=0-1",
+        "cluster.component_placement.actor='0-1:0-3'",
+        "actor.micro_batch_size=8",
+    ]
+    rows = _run(tmp_path, "p", ["runner.max_steps=1", *packed])
     assert rows[-1]["step"] == 1 and rows[-1]["train/actor/ratio"] == pytest.approx(1.0, abs=0.2)
-
-
-def test_worker_error_shuts_down_cleanly(tmp_path):
-    cfg = load_config(
-        "ppo_gym_cartpole",
-        [*TINY, f"runner.logger.log_path={tmp_path}", "env.train.tasks=[NoSuchEnv-v0]", "runner.max_steps=1"],
-    )
-    with pytest.raises(
-        JobFailed, match=r"job failed in env_0:EnvWorker\.__init__ died while starting: .*NoSuchEnv"
-    ):
-        run_job(cfg)
-    assert not ray.is_initialized()
-    assert "NoSuchEnv" in (tmp_path / "ppo_gym_cartpole" / "error.log").read_text()

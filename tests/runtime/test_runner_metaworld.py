@@ -1,7 +1,6 @@
 """The Meta-World job with two data-parallel actor ranks, as a user runs it: train, eval videos, save,
 resume exactly (the optimiser state sharded over the two ranks), convert the checkpoint for deployment."""
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,6 @@ import torch
 from policy_and_value.config import ConfigError, load_config
 from policy_and_value.envs.base import EnvSpec
 from policy_and_value.models import make_policy
-from policy_and_value.runner import run_job
 from tests.runtime.jobs import run_and_read
 
 pytestmark = pytest.mark.slow
@@ -102,7 +100,9 @@ def test_two_actor_ranks_train_save_resume_convert(tmp_path):
 
 
 def test_grpo_plays_one_episode_per_env_with_group_advantages(tmp_path):
-    cfg = load_config(
+    rows = run_and_read(
+        "grpo_metaworld",
+        tmp_path,
         "grpo_metaworld",
         [
             "runner.max_steps=2",
@@ -114,11 +114,8 @@ def test_grpo_plays_one_episode_per_env_with_group_advantages(tmp_path):
             "actor.global_batch_size=40",
             "actor.micro_batch_size=20",
             "runner.progress_bar=false",
-            f"runner.logger.log_path={tmp_path}",
         ],
     )
-    run_job(cfg)
-    rows = [json.loads(x) for x in (tmp_path / "grpo_metaworld" / "metrics.jsonl").read_text().splitlines()]
     for r in rows:
         assert r["env/num_episodes"] == 8  # no auto-reset: exactly one episode per env per step
         assert abs(r["rollout/advantages_mean"]) < 1e-5  # normalised within groups
