@@ -62,7 +62,11 @@ def run_and_read(
         assert not ray.is_initialized(), "run_job must shut down the Ray it started"
     else:
         shared_ray()
-        run_job(cfg)
-        assert ray.is_initialized(), "run_job must leave a Ray it did not start running"
-        assert_job_left_nothing()
+        try:
+            run_job(cfg)
+            assert ray.is_initialized(), "run_job must leave a Ray it did not start running"
+            assert_job_left_nothing()
+        except BaseException:
+            stop_shared_ray()  # what a failed job left behind must not reach the next test's job
+            raise
     return [json.loads(x) for x in (log_path / name / "metrics.jsonl").read_text().splitlines()]
