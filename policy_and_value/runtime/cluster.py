@@ -42,10 +42,11 @@ class Cluster:
     @classmethod
     def start(cls, cfg: ClusterConfig, object_store_memory: int = 512 * 1024**2) -> Cluster:
         """Join ``RAY_ADDRESS`` when set, else start a local cluster sized to this machine."""
-        set_ray_environment()
         started = not ray.is_initialized()
         if started:
             init_ray(object_store_memory)
+        else:
+            set_ray_environment()
         nodes = wait_for_nodes(cfg.num_nodes, cfg.node_timeout_s if os.environ.get("RAY_ADDRESS") else 0.0)
         gpus = min(int(n["Resources"].get("GPU", 0)) for n in nodes)
         cpus = min(float(n["Resources"].get("CPU", 1)) for n in nodes)

@@ -9,6 +9,8 @@ that starts and stops its own Ray use ``own_ray=True`` (the CLI tests start thei
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import ray
@@ -46,6 +48,20 @@ def assert_job_left_nothing(timeout_s: float = 30.0) -> None:
         time.sleep(0.2)
 
 
+@contextmanager
+def shared_ray_job() -> Iterator[None]:
+    """Run the job(s) of the ``with`` block in the shared Ray, then check that they left it running and
+    left nothing in it; a failure stops the shared Ray, so what a failed job left cannot reach the next."""
+    shared_ray()
+    try:
+        yield
+        assert ray.is_initialized(), "run_job must leave a Ray it did not start running"
+        assert_job_left_nothing()
+    except BaseException:
+        stop_shared_ray()
+        raise
+
+
 def run_and_read(
     config: str, log_path: Path, name: str, overrides: list[str], own_ray: bool = False
 ) -> list[dict]:
@@ -61,12 +77,6 @@ def run_and_read(
         run_job(cfg)
         assert not ray.is_initialized(), "run_job must shut down the Ray it started"
     else:
-        shared_ray()
-        try:
+        with shared_ray_job():
             run_job(cfg)
-            assert ray.is_initialized(), "run_job must leave a Ray it did not start running"
-            assert_job_left_nothing()
-        except BaseException:
-            stop_shared_ray()  # what a failed job left behind must not reach the next test's job
-            raise
     return [json.loads(x) for x in (log_path / name / "metrics.jsonl").read_text().splitlines()]

@@ -98,8 +98,8 @@ def test_overlap_trains_one_step_off_policy_and_resumes_exactly(tmp_path):
         assert _comparable(a) == _comparable(b)
 
 
-# Each placement starts its own Ray job, so each is run once in the suite: "shared" (this config's own) by
-# test_resume_reproduces_uninterrupted_run, "separate" with a pipelined rollout by
+# Each placement is a job of its own (about 20 s of start-up), so each is run once in the suite: "shared"
+# (this config's own) by test_resume_reproduces_uninterrupted_run, "separate" with a pipelined rollout by
 # test_overlap_trains_one_step_off_policy_and_resumes_exactly, "partial_sharing" by rl_release's test
 # (tests/world_model_rl), the pi0 and multi-node tests, and packed onto two devices here.
 def test_packed_placement_runs(tmp_path):

@@ -63,19 +63,14 @@ def _overrides(world: dict[str, str]) -> list[str]:
 @pytest.mark.slow
 def test_rounds_train_collect_refit_and_count_real_steps(real_world, tmp_path, capsys):
     from policy_and_value.runner.coevolution import run_coevolution
-    from tests.runtime.jobs import assert_job_left_nothing, shared_ray, stop_shared_ray
+    from tests.runtime.jobs import shared_ray_job
 
     cfg = load_config(
         "ppo_pi0_metaworld",
         [*_overrides(real_world), f"runner.logger.log_path={tmp_path}", "runner.logger.experiment_name=co"],
     )
-    shared_ray()  # the rounds' jobs share this process's Ray (tests/runtime/jobs.py)
-    try:
+    with shared_ray_job():  # the rounds' jobs share this process's Ray (tests/runtime/jobs.py)
         records = run_coevolution(cfg)
-        assert_job_left_nothing()
-    except BaseException:
-        stop_shared_ray()
-        raise
     assert [r["round"] for r in records] == [1, 2] and [r["step"] for r in records] == [1, 2]
     for r in records:
         assert r["real_episodes"] == len(TASKS) and 0 < r["real_env_steps"] <= 8 * len(TASKS)
