@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from policy_and_value.config.schema import EnvConfig
-from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation, assign_tasks
+from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation, assign_tasks, time_left
 from policy_and_value.envs.metaworld_tasks import select_state
 from world_models.dynamics_config import frame_offsets
 
@@ -398,6 +398,7 @@ class WorldModelEnv(BatchedEnv):
             "state": torch.from_numpy(self._state.copy()),
             "prompt": list(self.prompts),
             "task_id": torch.as_tensor(self.task_ids, dtype=torch.long),
+            "time_left": time_left(self._steps, self.cfg.max_episode_steps),
         }
 
     def get_state(self) -> dict[str, Any]:

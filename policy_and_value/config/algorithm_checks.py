@@ -85,6 +85,10 @@ def check_algorithm(cfg: JobConfig) -> None:
             raise config_error("env.train.auto_reset", True, "grpo scores whole episodes: set false")
     elif not cfg.model.add_value_head:
         raise config_error("model.add_value_head", False, "adv_type gae needs a value head")
+    if algo.critic_epochs and algo.adv_type != "gae":
+        raise config_error(
+            "algorithm.critic_epochs", algo.critic_epochs, f"fits the critic GAE reads: needs adv_type gae, not {algo.adv_type}"
+        )  # fmt: skip
     if algo.drop_uniform_groups and algo.adv_type != "grpo":
         raise config_error(
             "algorithm.drop_uniform_groups", True, f"drops GRPO groups: needs adv_type grpo, not {algo.adv_type}"

@@ -57,6 +57,11 @@ def check_pi0(cfg: JobConfig) -> None:
         raise config_error(f"model.pi0.{err.field}", err.value, err.allowed) from None
     except (TypeError, ValueError) as err:
         raise config_error("model.pi0", dict(cfg.model.pi0), str(err).removeprefix("Pi0Config: ")) from None
+    if options.get("value_from_state") and cfg.env.train.env_type == "gym":
+        raise config_error(
+            "model.pi0.value_from_state", options["value_from_state"],
+            "the critic reads obs['time_left'], which gym envs do not give (simulators and world models do)",
+        )  # fmt: skip
     model_dir = cfg.rollout.model_dir
     if model_dir is not None and not os.path.isfile(os.path.join(model_dir, "config.json")):
         raise config_error(

@@ -106,6 +106,9 @@ class AlgorithmConfig(Strict):
     # the first training steps update only the critic (a fresh value head on an imitation checkpoint
     # otherwise gives advantages that say nothing about the actions)
     critic_warmup_steps: int = Field(0, ge=0)
+    # after the update, extra passes over the step's chunks (minibatches of actor.micro_batch_size) that fit
+    # only the critic to the step's returns: a fresh value head needs hundreds of steps, not update_epoch's few
+    critic_epochs: int = Field(0, ge=0)
     clip_ratio_low: float = Field(0.2, ge=0.0, lt=1.0)
     clip_ratio_high: float = Field(0.2, ge=0.0)
     clip_ratio_c: float | None = Field(None, gt=1.0)  # dual clip; None disables
@@ -246,6 +249,9 @@ class OptimConfig(Strict):
     adam_eps: float = Field(1e-5, gt=0.0)
     weight_decay: float = Field(0.0, ge=0.0)
     clip_grad: float | None = Field(1.0, gt=0.0)
+    # clip the value head's gradient norm (to clip_grad) apart from the policy's: a critic's large early
+    # loss then cannot shrink the policy's step under one shared clip
+    clip_critic_apart: bool = False
     lr_scheduler: Literal["constant", "cosine"] = "constant"
     lr_warmup_steps: int = Field(0, ge=0)  # optimizer steps
     min_lr_ratio: float = Field(0.0, ge=0.0, le=1.0)

@@ -20,6 +20,8 @@ import torch
 #   "state":   float32 [N, S]
 #   "prompt":  list[str] of length N
 #   "task_id": int64   [N]
+#   "time_left": float32 [N]  share of ``max_episode_steps`` still to run (1 at reset, 0 at the limit);
+#                given by the simulators and the world-model env, read by a critic that sees the time left
 Observation = dict[str, Any]
 
 # info["episode"] (present when at least one episode finished during the call) holds tensors over the
@@ -42,6 +44,12 @@ def assign_tasks(
     if weights is None:
         return groups % num_tasks
     return weighted_round_robin(weights, int(groups.max()) + 1)[groups]
+
+
+def time_left(steps: np.ndarray, max_episode_steps: int) -> torch.Tensor:
+    """``obs["time_left"]`` [N]: the share of an episode's ``max_episode_steps`` each env has still to run."""
+    left = 1.0 - np.asarray(steps, dtype=np.float64) / max(int(max_episode_steps), 1)
+    return torch.as_tensor(np.clip(left, 0.0, 1.0), dtype=torch.float32)
 
 
 def weighted_round_robin(weights: Sequence[float], length: int) -> np.ndarray:

@@ -49,8 +49,9 @@ class MixedEnv(BatchedEnv):
             "prompt": [x for p in parts for x in p["prompt"]],
             "task_id": torch.cat([m[p["task_id"]] for m, p in zip(self._task_maps, parts)]),
         }
-        if "images" in parts[0]:
-            out["images"] = torch.cat([p["images"] for p in parts])
+        for key in ("images", "time_left"):
+            if all(key in p for p in parts):
+                out[key] = torch.cat([p[key] for p in parts])
         return out
 
     def reset(

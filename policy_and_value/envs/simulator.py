@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from policy_and_value.config.schema import EnvConfig
-from policy_and_value.envs.base import BatchedEnv, Observation, assign_tasks
+from policy_and_value.envs.base import BatchedEnv, Observation, assign_tasks, time_left
 
 
 class SimulatorEnv(BatchedEnv):
@@ -94,6 +94,7 @@ class SimulatorEnv(BatchedEnv):
             "state": torch.as_tensor(self._observed_state(), dtype=torch.float32),
             "prompt": list(self.prompts),
             "task_id": torch.as_tensor(self.task_ids, dtype=torch.int64),
+            "time_left": time_left(self._steps, self.cfg.max_episode_steps),
         }
         if self.cfg.use_images:
             live = np.nonzero(~self._dead)[0]

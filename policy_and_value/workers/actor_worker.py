@@ -213,6 +213,8 @@ class ActorWorker(Worker):
                     break
             if stopped:
                 break
+        if algo.critic_epochs and algo.adv_type == "gae":
+            acc.update(self._fit_critic(samples))
         self.policy.eval()
         # After the update, so this step's recomputed log-probs used the statistics the rollout used.
         if self.cfg.model.obs_norm and hasattr(self.policy, "update_obs_norm"):
@@ -225,6 +227,38 @@ class ActorWorker(Worker):
         out = self._mean_over_ranks(out)
         out["time/cal_adv_and_returns"] = t_adv
         return out
+
+    def _fit_critic(self, samples: dict[str, Any]) -> dict[str, list[float]]:
+        """``algorithm.critic_epochs`` passes of critic-only minibatch steps on the step's returns (the
+        policy's parameters get no gradient, so AdamW leaves them alone; the lr schedule does not move)."""
+        algo = self.cfg.algorithm
+        critic = [p for n, p in self.policy.named_parameters() if "value_head" in n and p.requires_grad]
+        n, size = samples["loss_mask"].shape[0], self.cfg.actor.micro_batch_size
+        losses, evs = [], []
+        for _ in range(algo.critic_epochs):
+            perm = torch.randperm(n, generator=self.shuffle_gen)
+            for start in range(0, n - size + 1, size):
+                mb = {
+                    k: _to_device(v, self.device)
+                    for k, v in take(samples, perm[start : start + size]).items()
+                }
+                value = self.policy.critic({"obs": mb["obs"], **mb["replay"]})
+                mask = mb["loss_mask"]
+                loss, _ = value_loss(
+                    value, mb["values"], mb["returns"], mask, algo.value_clip, algo.huber_delta
+                )
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if self.world_size > 1:  # the critic's own steps bypass DDP: average its gradients here
+                    for p in critic:
+                        dist.all_reduce(p.grad)
+                        p.grad /= self.world_size
+                _clip_or_norm(critic, self.cfg.actor.optim.clip_grad)
+                self.optimizer.step()
+                losses.append(float(loss.detach()))
+                evs.append(float(explained_variance(value.detach(), mb["returns"], mask)))
+        self.optimizer.zero_grad(set_to_none=True)
+        return {"train/critic/fit_value_loss": losses[-1:], "train/critic/fit_explained_variance": evs[-1:]}
 
     def _kl_exceeded(self, stats: dict[str, float]) -> bool:
         """``algorithm.target_kl``: whether the policy has moved too far from the rollout policy (approx.
@@ -351,13 +385,12 @@ class ActorWorker(Worker):
                 (loss / len(chunks)).backward()
             for k, v in metrics.items():
                 stats[k] = stats.get(k, 0.0) + v / len(chunks)
-        params = [p for p in self.policy.parameters() if p.requires_grad]
-        if optim_cfg.clip_grad is not None:
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, optim_cfg.clip_grad)
-        else:
-            grad_norm = torch.linalg.vector_norm(
-                torch.stack([p.grad.norm() for p in params if p.grad is not None])
-            )
+        params = [(n, p) for n, p in self.policy.named_parameters() if p.requires_grad]
+        if optim_cfg.clip_critic_apart:
+            critic = [p for n, p in params if "value_head" in n]
+            stats["train/critic/grad_norm"] = float(_clip_or_norm(critic, optim_cfg.clip_grad))
+            params = [(n, p) for n, p in params if "value_head" not in n]
+        grad_norm = _clip_or_norm([p for _, p in params], optim_cfg.clip_grad)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         stats["train/actor/grad_norm"] = float(grad_norm)
@@ -478,6 +511,14 @@ def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         m = m.unsqueeze(-1)
     m = m.expand_as(x)
     return (x * m).sum() / m.sum().clamp_min(1.0)
+
+
+def _clip_or_norm(params: list[torch.Tensor], clip: float | None) -> torch.Tensor:
+    """The total gradient norm of ``params``, clipped to ``clip`` first when it is set."""
+    if clip is not None:
+        return torch.nn.utils.clip_grad_norm_(params, clip)
+    grads = [p.grad.norm() for p in params if p.grad is not None]
+    return torch.linalg.vector_norm(torch.stack(grads)) if grads else torch.zeros(())
 
 
 def _to_device(x: Any, device: torch.device) -> Any:

@@ -224,3 +224,26 @@ def test_imitation_replay_keeps_the_selected_chunks_and_imitates_them(observatio
     restored.load_state_dict(actor.replay.state_dict())
     assert torch.equal(restored.sample(5)["actions"], actor.replay.sample(5)["actions"])
     assert restored.sample(3)["obs"]["prompt"] == actor.replay.sample(3)["obs"]["prompt"]
+
+
+def test_critic_epochs_fit_only_the_state_critic(observations):
+    """``algorithm.critic_epochs``: after a warm-up step (no policy loss) the critic alone has been fitted
+    to the step's returns, far better than before; no other weight moved. The state critic reads the
+    task and ``obs["time_left"]`` (a rollout without it is refused)."""
+    actor = make_actor(
+        "model.pi0.value_after_vlm=false", "model.pi0.value_from_state=true", "algorithm.critic_warmup_steps=1",
+        "algorithm.critic_epochs=40", "actor.optim.value_lr=1e-2", "actor.optim.clip_critic_apart=true",
+        "algorithm.value_clip=null",
+    )  # fmt: skip
+    obs = {**observations, "task_id": torch.arange(ENVS) % 3, "time_left": torch.linspace(0, 1, ENVS)}
+    shard = one_step_shard(actor, obs)
+    shard["obs"].update(task_id=obs["task_id"][None], time_left=obs["time_left"][None])
+    before = {k: v.clone() for k, v in actor.policy.state_dict().items()}
+    metrics = actor.train(shard)
+    after = actor.policy.state_dict()
+    moved = {k for k in before if not torch.equal(before[k], after[k])}
+    assert moved and all(k.startswith("value_head") for k in moved)
+    assert metrics["train/critic/fit_explained_variance"] > 0.9
+    assert metrics["train/critic/fit_value_loss"] < metrics["train/critic/value_loss"] / 10
+    with pytest.raises(ValueError, match="time_left"):
+        actor.policy.predict(observations)

@@ -1,6 +1,6 @@
 """Bad config inputs fail before any work with one clear line naming the key, the value and what is allowed.
 
-The 96 bad inputs of ``BAD`` each do so in ``load_config`` and in the CLI (``python -m policy_and_value.train``,
+The 99 bad inputs of ``BAD`` each do so in ``load_config`` and in the CLI (``python -m policy_and_value.train``,
 what scripts/run_embodiment.sh runs), which ends with exit code 2 and that one line on stderr, before Ray starts.
 """
 
@@ -79,6 +79,17 @@ BAD = [
         ["env.train.groups[1].dynamics_model_config=None"],
     ),
     ("ppo_gym_cartpole", ["runner.max_steps=-2"], ["runner.max_steps=-2"]),
+    (
+        "ppo_gym_pendulum",
+        ["model.policy_type=pi0", "model.add_value_head=true", "model.pi0.value_from_state=true"],
+        ["model.pi0.value_from_state=True", "time_left", "gym"],
+    ),
+    ("rl_metaworld_dense_ppo", ["algorithm.critic_epochs=3"], ["algorithm.critic_epochs=3", "adv_type gae"]),
+    (
+        "rl_metaworld_dense_critic",
+        ["model.pi0.value_after_vlm=true"],
+        ["model.pi0.value_from_state=True", "set one"],
+    ),
     ("ppo_gym_cartpole", ["algorithm.gamma=1.5"], ["algorithm.gamma=1.5", "less than or equal to 1"]),
     ("ppo_gym_cartpole", ["algorithm.adv_type=gea"], ["algorithm.adv_type", "gae", "grpo"]),
     ("ppo_gym_cartpole", ["algorithm.reward_type=token"], ["algorithm.reward_type", "chunk_level"]),

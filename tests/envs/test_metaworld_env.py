@@ -64,15 +64,18 @@ def test_proprio_state_and_no_images():
 def test_truncation_auto_reset_and_episode_info():
     env = make_env(_cfg(use_images=False), 2, seed=0)
     try:
-        env.reset()
-        ends = []
+        obs, _ = env.reset()
+        ends, left = [], [obs["time_left"].tolist()]
         for a in _acts(2, steps=6):
             obs, r, te, tr, info = env.chunk_step(a * 0.1)
             assert r.shape == (2, 4)
+            left.append(obs["time_left"].tolist())
             if "episode" in info:
                 ends.append(info["episode"]["episode_len"].tolist())
                 assert tr.all()
         assert ends == [[12, 12], [12, 12]]  # 12 steps = 3 chunks of 4
+        # the share of the 12 steps still to run; an auto-reset shows the next episode's first obs
+        assert [row[0] for row in left] == pytest.approx([1, 8 / 12, 4 / 12, 1, 8 / 12, 4 / 12, 1])
     finally:
         env.close()
 

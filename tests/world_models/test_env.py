@@ -36,6 +36,7 @@ def test_observations_rewards_and_truncation(episodes, model_dirs):
     obs, info = env.reset()
     assert obs["images"].shape == (3, 2, 32, 32, 3) and obs["images"].dtype == torch.uint8
     assert obs["state"].shape == (3, 39) and obs["task_id"].tolist() == [0, 1, 0]
+    assert obs["time_left"].tolist() == [1.0, 1.0, 1.0]  # the share of the 8 steps still to run
     assert obs["prompt"] == [PROMPTS["reach-v3"], PROMPTS["push-v3"], PROMPTS["reach-v3"]]
     assert env.spec.image_shape == (2, 32, 32) and env.spec.num_action_chunks == 4
     assert info["reset_state_ids"].shape == (3,)
@@ -46,6 +47,7 @@ def test_observations_rewards_and_truncation(episodes, model_dirs):
     assert terminated.dtype == truncated.dtype == torch.bool  # the contract: masks index rewards
     assert not terminated.any() and not truncated.any() and "episode" not in info
     assert not torch.equal(obs["images"], first)  # imagined frames replace the history
+    assert obs["time_left"].tolist() == [0.5, 0.5, 0.5]
     obs, rewards, terminated, truncated, info = env.chunk_step(_actions(3, 1))
     assert truncated.all() and not terminated.any()
     assert info["episode"]["episode_len"].tolist() == [8, 8, 8]

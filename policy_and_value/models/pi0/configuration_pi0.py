@@ -79,6 +79,10 @@ class Pi0Config:
     logprob_type: str = "action_level"
     add_value_head: bool = False
     value_after_vlm: bool = False  # value from the mean prefix token (else from the expert output)
+    # value from the normalised state, the task and obs["time_left"] instead of network features: a critic
+    # that sees the episode's progress and the time left (the shaped return to go depends on both)
+    value_from_state: bool = False
+    value_num_tasks: int = 1  # the task one-hot's size for value_from_state (set from the env's tasks)
     value_per_action: bool = False  # value [N, C] instead of [N]
     value_hidden: int = 128
     # the critic reads detached features: value-loss gradients train only the value head, so a critic
@@ -118,6 +122,11 @@ class Pi0Config:
             ("norm_mode", self.norm_mode in NORM_MODES, f"allowed values: {', '.join(NORM_MODES)}"),
             ("joint_logprob_reduce", self.joint_logprob_reduce in ("mean", "sum"), "allowed values: mean, sum"),
             ("dtype", self.dtype in ("float32", "bfloat16", "float16"), "allowed values: float32, bfloat16, float16"),
+            (
+                "value_from_state", not (self.value_from_state and self.value_after_vlm),
+                "value_from_state and value_after_vlm are two inputs for one critic: set one",
+            ),
+            ("value_num_tasks", self.value_num_tasks >= 1, "must be at least 1"),
             ("expert", p.depth == e.depth, f"depth {e.depth} must equal the prefix's depth {p.depth}"),
             (
                 "expert", p.num_kv_heads == e.num_kv_heads and p.head_dim == e.head_dim,

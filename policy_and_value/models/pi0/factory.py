@@ -47,6 +47,7 @@ def build_pi0_policy(
         "action_dim": action_dim,
         "num_action_chunks": chunks,
         "state_dim": spec.state_dim,
+        "value_num_tasks": max(len(spec.tasks), 1),
     }
     if model_dir:
         saved = Pi0Config.load(Path(model_dir) / "config.json")
@@ -56,7 +57,7 @@ def build_pi0_policy(
                     f"rollout.model_dir={model_dir}: the policy was trained with {key}={getattr(saved, key)} "
                     f"but the env gives {have} (check env state_type / model.action_dim)"
                 )
-        return from_pretrained(model_dir, **fields, **opts)
+        return from_pretrained(model_dir, **{**fields, **opts})
     cfg = make_config(preset)
     fields.update(
         chunk_size=max(cfg.chunk_size, chunks),

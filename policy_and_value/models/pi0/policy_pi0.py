@@ -57,6 +57,8 @@ class Pi0Inputs:
     tokens: torch.Tensor  # [N, L] int64
     token_mask: torch.Tensor  # [N, L] bool
     state: torch.Tensor  # [N, max_state_dim] normalised, zero-padded
+    task_id: torch.Tensor | None = None  # [N] int64, when the obs gives it
+    time_left: torch.Tensor | None = None  # [N] float, when the obs gives it (``obs["time_left"]``)
 
 
 class Pi0Policy(BasePolicy):
@@ -87,6 +89,8 @@ class Pi0Policy(BasePolicy):
             )
         if cfg.add_value_head:
             in_dim = cfg.prefix.width if cfg.value_after_vlm else cfg.expert.width
+            if cfg.value_from_state:
+                in_dim = cfg.max_state_dim + 1 + cfg.value_num_tasks
             out_dim = cfg.num_action_chunks if cfg.value_per_action else 1
             self.value_head = ValueHead(in_dim, cfg.value_hidden, out_dim)
         self.model.to(getattr(torch, cfg.dtype))
@@ -154,7 +158,12 @@ class Pi0Policy(BasePolicy):
             if image_mask is None:
                 image_mask = torch.ones(pixels.shape[:2], dtype=torch.bool, device=device)
             image_mask = image_mask.to(device)
-        return Pi0Inputs(pixels, image_mask, tokens.to(device), token_mask.to(device), padded)
+        task_id, left = obs.get("task_id"), obs.get("time_left")
+        return Pi0Inputs(
+            pixels, image_mask, tokens.to(device), token_mask.to(device), padded,
+            None if task_id is None else torch.as_tensor(task_id).to(device),
+            None if left is None else torch.as_tensor(left).to(device, torch.float32),
+        )  # fmt: skip
 
     def encode(self, inputs: Pi0Inputs) -> PrefixCache:
         """The prefix cache; without gradients when the prefix is frozen (``train_expert_only``)."""
@@ -206,23 +215,41 @@ class Pi0Policy(BasePolicy):
         x = x.sum(-1)
         return x if self.logprob_type == "action_level" else x.sum(-1)
 
-    def value(self, prefix: PrefixCache, state: torch.Tensor | None) -> torch.Tensor | None:
-        """Critic: mean valid prefix token (``value_after_vlm``) or mean expert action-token output at
-        x = 0, t = 1 (a deterministic function of the observation); [N] or [N, C]."""
+    def value(self, prefix: PrefixCache | None, inputs: Pi0Inputs) -> torch.Tensor | None:
+        """Critic: mean valid prefix token (``value_after_vlm``), the state, task and time left
+        (``value_from_state``), or mean expert action-token output at x = 0, t = 1 (a deterministic
+        function of the observation); [N] or [N, C]."""
         if not self.cfg.add_value_head:
             return None
-        if self.cfg.value_after_vlm:
+        if self.cfg.value_from_state:
+            feats = self._state_time_features(inputs)
+        elif self.cfg.value_after_vlm:
             m = prefix.pad_mask[..., None].to(prefix.hidden.dtype)
             feats = (prefix.hidden * m).sum(1) / m.sum(1).clamp(min=1)
         else:
             n = prefix.pad_mask.shape[0]
             x = torch.zeros(n, self.cfg.chunk_size, self.cfg.max_action_dim, device=self.device)
-            _, out = self._velocity(prefix, state, x, torch.ones(n, device=self.device))
+            _, out = self._velocity(prefix, self._state(inputs), x, torch.ones(n, device=self.device))
             feats = out.mean(1)
         if self.cfg.detach_value_features:
             feats = feats.detach()
         v = self.value_head(feats)
         return v if self.cfg.value_per_action else v[:, 0]
+
+    def _state_time_features(self, inputs: Pi0Inputs) -> torch.Tensor:
+        """[normalised state, time left, task one-hot] for ``value_from_state``."""
+        if inputs.time_left is None or inputs.task_id is None:
+            raise ValueError(
+                "model.pi0.value_from_state=true: the critic reads obs['time_left'] and obs['task_id'], "
+                "which this env does not give (the simulators and the world-model env do)"
+            )
+        k = self.cfg.value_num_tasks
+        if int(inputs.task_id.max()) >= k:
+            raise ValueError(
+                f"model.pi0.value_num_tasks={k}: the env has task_id {int(inputs.task_id.max())}"
+            )
+        task = torch.nn.functional.one_hot(inputs.task_id.long(), k).to(inputs.state.dtype)
+        return torch.cat([inputs.state, inputs.time_left[:, None].to(inputs.state.dtype), task], dim=-1)
 
     # ------------------------------------------------------------------ contract
     @torch.no_grad()
@@ -261,7 +288,10 @@ class Pi0Policy(BasePolicy):
             "lang_tokens": inputs.tokens,
             "lang_mask": inputs.token_mask,
         }
-        return PolicyOutput(actions, self._reduce(logp, steps), self.value(prefix, state), replay)
+        # a served policy gets no time left: its state critic is skipped there (actions need no value)
+        served = mode == "eval" and self.cfg.value_from_state and inputs.time_left is None
+        value = None if served else self.value(prefix, inputs)
+        return PolicyOutput(actions, self._reduce(logp, steps), value, replay)
 
     def evaluate(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
         """Log-prob, value and entropy of the recorded denoising chain under the current weights."""
@@ -285,13 +315,14 @@ class Pi0Policy(BasePolicy):
                     mean, std = self.denoise_step(prefix, state, chains[:, i], grid[i].expand(n), steps[:, i])
                     logp = logp + gaussian_logprob(chains[:, i + 1], mean, std)
                     ent = ent + gaussian_entropy(std)
-        return self._reduce(logp, steps), self.value(prefix, state), self._reduce(ent, steps)
+        return self._reduce(logp, steps), self.value(prefix, inputs), self._reduce(ent, steps)
 
     def critic(self, batch: dict[str, Any]) -> torch.Tensor | None:
         """Value of recorded observations (with their recorded prompt tokens), without the denoising
         chain: what ``evaluate`` returns as value, for losses that need no log-prob."""
         inputs = self.prepare_inputs(batch["obs"], batch["lang_tokens"], batch["lang_mask"])
-        return self.value(self.encode(inputs), self._state(inputs))
+        # the state critic reads no network features: no prefix to encode
+        return self.value(None if self.cfg.value_from_state else self.encode(inputs), inputs)
 
     # ------------------------------------------------------------------ imitation
     def flow_matching_loss(self, batch: dict[str, Any]) -> torch.Tensor:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from policy_and_value.config.schema import ModelConfig
@@ -151,3 +152,23 @@ def test_critic_gives_the_value_evaluate_gives(make_policy, obs):
         policy = make_policy("tiny", add_value_head=True, value_after_vlm=after_vlm)
         batch = {"obs": obs, **policy.predict(obs, mode="train").replay}
         torch.testing.assert_close(policy.critic(batch), policy.evaluate(batch)[1])
+
+
+def test_state_critic_reads_state_task_and_time_left(make_policy, obs):
+    """``value_from_state``: the value moves with the time left and the task, its loss trains only the
+    value head, a served obs without the time left still gets actions, and training without it fails."""
+    policy = make_policy("tiny", add_value_head=True, value_from_state=True, value_num_tasks=3)
+    n = obs["state"].shape[0]
+    timed = {**obs, "task_id": torch.tensor([0, 1, 2]), "time_left": torch.ones(n)}
+    grads = _grads_after_ppo_loss(policy, timed, with_logprob=False)
+    assert any(grads[k] for k in grads if k.startswith("value_head"))
+    assert not any(v for k, v in grads.items() if not k.startswith("value_head"))
+    batch = {"obs": timed, **policy.predict(timed, mode="train").replay}
+    later = {**batch, "obs": {**timed, "time_left": torch.zeros(n)}}
+    other = {**batch, "obs": {**timed, "task_id": torch.tensor([2, 0, 1])}}
+    with torch.no_grad():
+        v = policy.critic(batch)
+        assert not torch.allclose(v, policy.critic(later)) and not torch.allclose(v, policy.critic(other))
+    assert policy.predict(obs, mode="eval").value is None
+    with pytest.raises(ValueError, match="time_left"):
+        policy.predict(obs, mode="train")
