@@ -322,6 +322,7 @@ class WorldModelEnv(BatchedEnv):
         rewards[:, -1] -= (
             self.cfg.uncertainty_penalty * uncertainty
         )  # MOPO: distrust what the members dispute
+        rewards = rewards * self.cfg.reward_scale  # as the simulators scale theirs
         success_now = reached.any(1).numpy()
         self._success |= success_now
         self._steps += c

@@ -76,6 +76,13 @@ def test_same_seed_same_imagination_and_deterministic_mode(episodes, model_dirs)
     # deterministic imagination: the same history and actions give the same frames again
     a.reset(reset_state_ids=ids)
     assert torch.equal(a.chunk_step(acts)[0]["images"], first)
+    # env.reward_scale scales the rewards and returns, as in the simulators
+    scaled = make_env(_cfg(episodes, model_dirs, reward_scale=0.5), 2, seed=5)
+    scaled.reset(reset_state_ids=ids)
+    a.reset(reset_state_ids=ids)
+    plain = a.chunk_step(acts)[1]
+    assert plain.abs().sum() > 0
+    torch.testing.assert_close(scaled.chunk_step(acts)[1], plain * 0.5)
     # stochastic imagination draws new noise each chunk
     c = make_env(_cfg(episodes, model_dirs, stochastic_imagination=True), 2, seed=5)
     c.reset(reset_state_ids=ids)
