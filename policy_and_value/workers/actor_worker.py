@@ -258,6 +258,8 @@ class ActorWorker(Worker):
                 losses.append(float(loss.detach()))
                 evs.append(float(explained_variance(value.detach(), mb["returns"], mask)))
         self.optimizer.zero_grad(set_to_none=True)
+        if not losses:  # fewer chunks than one minibatch
+            return {}
         return {"train/critic/fit_value_loss": losses[-1:], "train/critic/fit_explained_variance": evs[-1:]}
 
     def _kl_exceeded(self, stats: dict[str, float]) -> bool:

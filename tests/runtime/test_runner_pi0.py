@@ -35,7 +35,8 @@ def save_imitation_checkpoint(overrides: list[str], path: Path) -> torch.nn.Modu
 def test_pi0_ppo_two_actor_ranks_from_model_dir(tmp_path: Path):
     """Also with the offline anchor (a behaviour-cloning term on the shipped expert episodes, through DDP)
     and ``algorithm.critic_warmup_steps=1``: step 1 trains only the value head (with
-    ``detach_value_features`` nothing else moves), so the step-1 weights equal the imitation policy's."""
+    ``detach_value_features`` nothing else moves, nor in the ``critic_epochs`` pass), so the step-1 weights
+    equal the imitation policy's."""
     from safetensors.torch import load_file
 
     overrides = [
@@ -45,7 +46,7 @@ def test_pi0_ppo_two_actor_ranks_from_model_dir(tmp_path: Path):
         "runner.max_steps=2", "runner.val_check_interval=2", "runner.save_interval=1", "runner.progress_bar=false",
         "model.pi0.num_steps=2", "env.train.tasks=[reach-v3,drawer-close-v3]",
         "algorithm.offline_data_path=assets/quickstart/reset_episodes", "algorithm.offline_data_coef=0.5",
-        "algorithm.critic_warmup_steps=1", "model.pi0.detach_value_features=true",
+        "algorithm.critic_warmup_steps=1", "model.pi0.detach_value_features=true", "algorithm.critic_epochs=1",
     ]  # fmt: skip
     init = save_imitation_checkpoint(overrides, tmp_path / "init_policy")
     rows = run_and_read(
@@ -64,6 +65,7 @@ def test_pi0_ppo_two_actor_ranks_from_model_dir(tmp_path: Path):
         "env/reach-v3/success_once",
         "train/actor/grad_norm",
         "train/actor/offline_fm_loss",
+        "train/critic/fit_value_loss",  # the critic-only passes, their gradients averaged over the ranks
     ):
         assert any(key in r for r in rows), key
     checkpoints = tmp_path / "pi0" / "checkpoints"
