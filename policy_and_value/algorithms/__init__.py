@@ -18,7 +18,12 @@ from policy_and_value.algorithms.losses import (
     ppo_policy_loss,
     value_loss,
 )
-from policy_and_value.algorithms.lr_schedule import build_optimizer, build_scheduler, warmup_cosine_lambda
+from policy_and_value.algorithms.lr_schedule import (
+    build_optimizer,
+    build_scheduler,
+    split_value_head,
+    warmup_cosine_lambda,
+)
 from policy_and_value.algorithms.registry import get_advantage_fn
 
 __all__ = [
@@ -38,6 +43,7 @@ __all__ = [
     "mixed_groups",
     "normalize_advantages",
     "ppo_policy_loss",
+    "split_value_head",
     "value_loss",
     "warmup_cosine_lambda",
 ]

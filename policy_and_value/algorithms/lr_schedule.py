@@ -40,14 +40,20 @@ def build_scheduler(
     return torch.optim.lr_scheduler.LambdaLR(optimizer, fn)
 
 
-def build_optimizer(policy: nn.Module, cfg: OptimConfig, shard: bool = False) -> torch.optim.Optimizer:
-    """AdamW with the value head (parameters named ``*value_head*``) in its own group at ``value_lr``.
-    ``shard``: torch's ``ZeroRedundancyOptimizer`` around it, so each rank of the (already initialised)
-    process group keeps the AdamW state of its share of the parameters only."""
+def split_value_head(policy: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+    """The trainable parameters as (the value head's: named ``*value_head*``, the rest)."""
     value, rest = [], []
     for name, p in policy.named_parameters():
         if p.requires_grad:
             (value if "value_head" in name else rest).append(p)
+    return value, rest
+
+
+def build_optimizer(policy: nn.Module, cfg: OptimConfig, shard: bool = False) -> torch.optim.Optimizer:
+    """AdamW with the value head (parameters named ``*value_head*``) in its own group at ``value_lr``.
+    ``shard``: torch's ``ZeroRedundancyOptimizer`` around it, so each rank of the (already initialised)
+    process group keeps the AdamW state of its share of the parameters only."""
+    value, rest = split_value_head(policy)
     groups = [{"params": rest, "lr": cfg.lr}]
     if value:
         groups.append({"params": value, "lr": cfg.value_lr or cfg.lr})

@@ -35,6 +35,7 @@ from policy_and_value.algorithms import (
     mixed_groups,
     normalize_advantages,
     ppo_policy_loss,
+    split_value_head,
     value_loss,
 )
 from policy_and_value.config.schema import JobConfig
@@ -232,7 +233,7 @@ class ActorWorker(Worker):
         """``algorithm.critic_epochs`` passes of critic-only minibatch steps on the step's returns (the
         policy's parameters get no gradient, so AdamW leaves them alone; the lr schedule does not move)."""
         algo = self.cfg.algorithm
-        critic = [p for n, p in self.policy.named_parameters() if "value_head" in n and p.requires_grad]
+        critic, _ = split_value_head(self.policy)
         n, size = samples["loss_mask"].shape[0], self.cfg.actor.micro_batch_size
         losses, evs = [], []
         for _ in range(algo.critic_epochs):
@@ -387,12 +388,12 @@ class ActorWorker(Worker):
                 (loss / len(chunks)).backward()
             for k, v in metrics.items():
                 stats[k] = stats.get(k, 0.0) + v / len(chunks)
-        params = [(n, p) for n, p in self.policy.named_parameters() if p.requires_grad]
         if optim_cfg.clip_critic_apart:
-            critic = [p for n, p in params if "value_head" in n]
+            critic, params = split_value_head(self.policy)
             stats["train/critic/grad_norm"] = float(_clip_or_norm(critic, optim_cfg.clip_grad))
-            params = [(n, p) for n, p in params if "value_head" not in n]
-        grad_norm = _clip_or_norm([p for _, p in params], optim_cfg.clip_grad)
+        else:
+            params = [p for p in self.policy.parameters() if p.requires_grad]
+        grad_norm = _clip_or_norm(params, optim_cfg.clip_grad)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         stats["train/actor/grad_norm"] = float(grad_norm)

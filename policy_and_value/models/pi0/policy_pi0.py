@@ -243,11 +243,9 @@ class Pi0Policy(BasePolicy):
                 "model.pi0.value_from_state=true: the critic reads obs['time_left'] and obs['task_id'], "
                 "which this env does not give (the simulators and the world-model env do)"
             )
-        k = self.cfg.value_num_tasks
-        if int(inputs.task_id.max()) >= k:
-            raise ValueError(
-                f"model.pi0.value_num_tasks={k}: the env has task_id {int(inputs.task_id.max())}"
-            )
+        k, top = self.cfg.value_num_tasks, int(inputs.task_id.max())
+        if top >= k:
+            raise ValueError(f"model.pi0.value_num_tasks={k}: the env has task_id {top}")
         task = torch.nn.functional.one_hot(inputs.task_id.long(), k).to(inputs.state.dtype)
         return torch.cat([inputs.state, inputs.time_left[:, None].to(inputs.state.dtype), task], dim=-1)
 
