@@ -32,6 +32,7 @@ from policy_and_value.algorithms import (
     explained_variance,
     group_returns,
     grpo_credit,
+    masked_mean,
     mixed_groups,
     normalize_advantages,
     ppo_policy_loss,
@@ -350,11 +351,11 @@ class ActorWorker(Worker):
                     loss = fm_loss
                     pg_metrics = {
                         "fm_loss": fm_loss.detach(),
-                        "positive_advantage_fraction": _masked_mean(
+                        "positive_advantage_fraction": masked_mean(
                             (imitation["advantage_bin"] == self.policy.best_advantage_bin).float(), mask
                         ),
                         # share of the valid chunks imitated (< 1 with algorithm.imitation_min_advantage)
-                        "imitated_fraction": _masked_mean(imitation["action_mask"][:, 0].float(), mask),
+                        "imitated_fraction": masked_mean(imitation["action_mask"][:, 0].float(), mask),
                     }
                 else:
                     logprob, value, entropy, offline_loss, replay_loss = self.model(
@@ -370,7 +371,7 @@ class ActorWorker(Worker):
                 if replay_loss is not None:  # past steps' selected chunks
                     loss = loss + algo.imitation_replay_coef * replay_loss
                     pg_metrics["replay_fm_loss"] = replay_loss.detach()
-                ent = _masked_mean(entropy, mask)
+                ent = masked_mean(entropy, mask)
                 if algo.entropy_bonus > 0:
                     loss = loss - algo.entropy_bonus * ent
                 if critic_only:  # keeps the graph (DDP) but gives the policy zero gradients
@@ -506,14 +507,6 @@ class ActorWorker(Worker):
     def shutdown(self) -> None:
         if dist.is_initialized():
             dist.destroy_process_group()
-
-
-def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    m = mask
-    while m.dim() < x.dim():
-        m = m.unsqueeze(-1)
-    m = m.expand_as(x)
-    return (x * m).sum() / m.sum().clamp_min(1.0)
 
 
 def _clip_or_norm(params: list[torch.Tensor], clip: float | None) -> torch.Tensor:
