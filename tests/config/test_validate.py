@@ -222,3 +222,14 @@ def test_a_sharded_optimiser_checkpoint_needs_every_rank_file(complete_checkpoin
         verify_checkpoint(str(complete_checkpoint))
     with pytest.raises(ConfigError, match=r"actor.shard_optimizer=False: .* sharded over 2 actor ranks"):
         load_config("ppo_gym_cartpole", [f"runner.resume_dir={complete_checkpoint}"])
+
+
+def test_the_critic_group_puts_the_critic_recipe_on_another_job():
+    """``+critic=state`` on the GRPO recipe gives the critic recipe (both read configs/critic/state.yaml)."""
+    recipe = load_config("rl_metaworld_dense_critic", [])
+    added = load_config(
+        "rl_metaworld_dense_ppo",
+        ["+critic=state", "runner.max_steps=32", "runner.logger.experiment_name=rl_metaworld_dense_critic"],
+    )
+    assert added.model.pi0["value_from_state"] and added.algorithm.adv_type == "gae"
+    assert added.model_dump() == recipe.model_dump()
