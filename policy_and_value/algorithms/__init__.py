@@ -1,4 +1,5 @@
-"""RL algorithms: advantage estimators, PPO losses, LR schedules and the optimiser."""
+"""RL algorithms: advantage estimators and credit assignment, PPO losses, advantage-conditioned
+imitation batches, LR schedules and the optimiser."""
 
 from policy_and_value.algorithms.advantages import (
     compute_gae,
@@ -11,6 +12,8 @@ from policy_and_value.algorithms.advantages import (
     normalise_to_go_in_groups,
     normalize_advantages,
 )
+from policy_and_value.algorithms.credit import assign_credit
+from policy_and_value.algorithms.imitation import imitation_batch, selected_chunks
 from policy_and_value.algorithms.losses import (
     broadcast_to_logprob,
     explained_variance,
@@ -27,6 +30,7 @@ from policy_and_value.algorithms.lr_schedule import (
 from policy_and_value.algorithms.registry import get_advantage_fn
 
 __all__ = [
+    "assign_credit",
     "broadcast_to_logprob",
     "build_optimizer",
     "build_scheduler",
@@ -39,10 +43,12 @@ __all__ = [
     "normalise_to_go_in_groups",
     "explained_variance",
     "get_advantage_fn",
+    "imitation_batch",
     "masked_mean",
     "mixed_groups",
     "normalize_advantages",
     "ppo_policy_loss",
+    "selected_chunks",
     "split_value_head",
     "value_loss",
     "warmup_cosine_lambda",

@@ -28,17 +28,14 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from policy_and_value.algorithms import (
     build_optimizer,
     build_scheduler,
-    compute_gae,
     explained_variance,
-    group_returns,
-    grpo_credit,
     masked_mean,
-    mixed_groups,
-    normalize_advantages,
     ppo_policy_loss,
     split_value_head,
     value_loss,
 )
+from policy_and_value.algorithms.credit import assign_credit
+from policy_and_value.algorithms.imitation import imitation_batch, selected_chunks
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.envs.base import EnvSpec
 from policy_and_value.offline.anchor import OfflineAnchor
@@ -176,7 +173,8 @@ class ActorWorker(Worker):
         t0 = time.perf_counter()
         cfg, algo = self.cfg, self.cfg.algorithm
         traj = cat_shards(list(shards))
-        metrics = self._advantages(traj)
+        group = dist.group.WORLD if self.group_ready else None
+        metrics = assign_credit(traj, algo, self.shuffle_gen, group)
         t_adv = time.perf_counter() - t0
 
         T = traj["actions"].shape[0]
@@ -192,7 +190,10 @@ class ActorWorker(Worker):
         if algo.train_mode == "IL":
             samples["actions"] = flatten_time(traj["actions"], T)
         if self.replay is not None:  # this step's selected chunks join the replay before the update
-            chosen = self._selected(samples["advantages"], samples["loss_mask"]).nonzero().squeeze(-1)
+            chosen = selected_chunks(
+                samples["advantages"], samples["loss_mask"], algo.imitation_min_advantage
+            )
+            chosen = chosen.nonzero().squeeze(-1)
             picked = take({"obs": samples["obs"], "actions": samples["actions"]}, chosen)
             self.replay.add(picked["obs"], picked["actions"])
             metrics["train/actor/replay_size"] = float(len(self.replay))
@@ -276,53 +277,6 @@ class ActorWorker(Worker):
             kl /= self.world_size
         return bool(kl > target)
 
-    def _advantages(self, traj: dict[str, Any]) -> dict[str, float]:
-        algo = self.cfg.algorithm
-        mask = traj["loss_mask"]
-        spread: dict[str, float] = {}
-        if algo.adv_type == "gae":
-            adv, ret = compute_gae(
-                traj["rewards"], traj["values"], traj["dones"], algo.gamma, algo.gae_lambda
-            )
-        else:
-            grouped = group_returns(traj["rewards"], mask, algo.group_size)
-            mixed = mixed_groups(grouped)
-            if algo.drop_uniform_groups:  # dynamic sampling: a group whose episodes all ended alike
-                mask = traj["loss_mask"] = mask * mixed.repeat_interleave(algo.group_size).to(mask.dtype)
-            adv, ret = grpo_credit(grouped, traj["rewards"], mask, to_go=algo.grpo_return == "to_go")
-            # how much the actions of one start differ in outcome: ~0 means GRPO normalises noise
-            spread["rollout/group_return_std"] = float(grouped.std(1, unbiased=False).mean())
-            spread["rollout/mixed_group_fraction"] = float(mixed.float().mean())
-        raw = adv
-        if algo.normalize_advantages:
-            adv = normalize_advantages(adv, mask, group=dist.group.WORLD if self.group_ready else None)
-        adv = adv * (-algo.advantage_scale if algo.reverse_advantages else algo.advantage_scale)
-        m = mask.bool()
-        while m.dim() < raw.dim():
-            m = m.unsqueeze(-1)
-        m = m.expand_as(raw)
-        if algo.shuffle_advantages:  # ablation: same values, handed to random chunks
-            adv = adv.clone()
-            valid = adv[m]
-            adv[m] = valid[torch.randperm(valid.numel(), generator=self.shuffle_gen).to(valid.device)]
-        traj["advantages"], traj["returns"] = adv, ret
-        if traj["values"] is None:
-            traj["values"] = torch.zeros_like(ret)
-        else:
-            traj["values"] = traj["values"][:-1]
-        sel_adv, sel_ret = raw[m], ret[m]
-        if sel_adv.numel() == 0:  # e.g. every GRPO group dropped
-            return spread
-        return {
-            "rollout/advantages_mean": float(sel_adv.mean()),
-            "rollout/advantages_max": float(sel_adv.max()),
-            "rollout/advantages_min": float(sel_adv.min()),
-            "rollout/returns_mean": float(sel_ret.mean()),
-            "rollout/returns_max": float(sel_ret.max()),
-            "rollout/returns_min": float(sel_ret.min()),
-            **spread,
-        }
-
     def _minibatch_step(
         self, samples: dict[str, Any], idx: torch.Tensor, micro: int, critic_only: bool = False
     ) -> dict[str, float]:
@@ -344,7 +298,7 @@ class ActorWorker(Worker):
                     self.replay.sample(len(mb_idx)) if self.replay is not None and len(self.replay) else None
                 )
                 if algo.train_mode == "IL":
-                    imitation = self._imitation_batch(mb)
+                    imitation = imitation_batch(mb, self.policy, algo, self.shuffle_gen)
                     fm_loss, value, entropy, offline_loss, replay_loss = self.model(
                         {"obs": mb["obs"], **mb["replay"]}, imitation, offline, replayed
                     )
@@ -403,30 +357,6 @@ class ActorWorker(Worker):
             stats["train/critic/lr"] = self.optimizer.param_groups[-1]["lr"]
         self.scheduler.step()
         return stats
-
-    def _imitation_batch(self, mb: dict[str, Any]) -> dict[str, Any]:
-        """Executed chunks with their advantage bins (RISE): a chunk's advantage (mean over its actions
-        for action-level advantages) picks the prompt's bin; ``advantage_dropout`` of them get none (-1),
-        and chunks of finished envs (loss_mask 0), or below ``imitation_min_advantage``, are left out of
-        the loss."""
-        algo = self.cfg.algorithm
-        adv = mb["advantages"].reshape(mb["advantages"].shape[0], -1).mean(-1)
-        bins = self.policy.advantage_to_bin(adv)
-        drop = torch.rand(bins.shape, generator=self.shuffle_gen) < algo.advantage_dropout
-        bins = torch.where(drop.to(bins.device), torch.full_like(bins, -1), bins)
-        actions = mb["actions"]
-        keep = self._selected(mb["advantages"], mb["loss_mask"]).to(actions.dtype)
-        action_mask = keep.reshape(-1, 1).expand(actions.shape[0], actions.shape[1])
-        return {"obs": mb["obs"], "actions": actions, "advantage_bin": bins, "action_mask": action_mask}
-
-    def _selected(self, advantages: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
-        """bool [N]: the valid chunks whose advantage (mean over a chunk's actions) reaches
-        ``imitation_min_advantage`` (every valid chunk without one): what IL imitates."""
-        keep = loss_mask.reshape(-1).bool()
-        threshold = self.cfg.algorithm.imitation_min_advantage
-        if threshold is not None:
-            keep = keep & (advantages.reshape(advantages.shape[0], -1).mean(-1) >= threshold)
-        return keep
 
     def _update_obs_norm(self, state: torch.Tensor, mask: torch.Tensor) -> None:
         valid = state[mask.bool()]

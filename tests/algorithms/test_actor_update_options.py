@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from policy_and_value.algorithms.credit import assign_credit
+from policy_and_value.algorithms.imitation import imitation_batch
 from policy_and_value.offline.dataset import ChunkDataset
 from policy_and_value.workers.actor_worker import ActorWorker
 from tests.assets import REPO, shipped_policy_actor
@@ -72,7 +74,7 @@ def ranked_shard(observations) -> dict:
 def advantages_of(actor: ActorWorker, shard: dict) -> torch.Tensor:
     """The actor's (normalised, ablated) advantages of ``shard``, computed on a copy."""
     traj = dict(shard, values=shard["values"].clone())
-    actor._advantages(traj)
+    assign_credit(traj, actor.cfg.algorithm, actor.shuffle_gen)
     return traj["advantages"]
 
 
@@ -106,7 +108,7 @@ def test_imitation_min_advantage_leaves_the_worse_chunks_out(observations):
         advantages = advantages_of(actor, shard)[0]
         mb = {"obs": observations, "actions": shard["actions"][0], "advantages": advantages,
               "loss_mask": shard["loss_mask"][0]}  # fmt: skip
-        batch = actor._imitation_batch(mb)
+        batch = imitation_batch(mb, actor.policy, actor.cfg.algorithm, actor.shuffle_gen)
         masks.append(batch["action_mask"])
         torch.manual_seed(0)  # the same noise and flow times for both losses
         losses.append(actor.policy.flow_matching_loss(batch))
@@ -140,7 +142,7 @@ def test_uniform_groups_are_dropped_and_counted(observations, drop):
     shard = grouped_outcome_shard(observations)
     actor = grpo_actor(f"algorithm.drop_uniform_groups={str(drop).lower()}")
     traj = dict(shard, values=shard["values"].clone())
-    metrics = actor._advantages(traj)
+    metrics = assign_credit(traj, actor.cfg.algorithm, actor.shuffle_gen)
     assert metrics["rollout/mixed_group_fraction"] == 0.5
     mixed = torch.tensor([False] * 8 + [True] * 8)
     assert torch.equal(traj["loss_mask"][0].bool(), mixed if drop else torch.ones(ENVS, dtype=torch.bool))
@@ -156,10 +158,10 @@ def test_uniform_groups_are_dropped_and_counted(observations, drop):
             "algorithm.imitation_min_advantage=0.0",
         )
         traj = dict(shard, values=shard["values"].clone())
-        il._advantages(traj)
+        assign_credit(traj, il.cfg.algorithm, il.shuffle_gen)
         mb = {"obs": observations, "actions": shard["actions"][0], "advantages": traj["advantages"][0],
               "loss_mask": traj["loss_mask"][0]}  # fmt: skip
-        kept = il._imitation_batch(mb)["action_mask"][:, 0].bool()
+        kept = imitation_batch(mb, il.policy, il.cfg.algorithm, il.shuffle_gen)["action_mask"][:, 0].bool()
         assert torch.equal(kept, mixed & (shard["rewards"][0] == 1))
 
 
@@ -170,8 +172,8 @@ def test_returns_to_go_reach_the_chunks_through_the_actor(observations):
     episode, to_go = grpo_actor(), grpo_actor("algorithm.grpo_return=to_go")
     a = dict(shard, values=shard["values"].clone())
     b = dict(shard, values=shard["values"].clone())
-    episode._advantages(a)
-    to_go._advantages(b)
+    assign_credit(a, episode.cfg.algorithm, episode.shuffle_gen)
+    assign_credit(b, to_go.cfg.algorithm, to_go.shuffle_gen)
     assert torch.allclose(a["advantages"], b["advantages"], atol=1e-5)
     assert torch.equal(b["returns"], shard["rewards"])
 

@@ -1,0 +1,73 @@
+"""Credit assignment for one training step: a trajectory's rewards become per-chunk advantages and
+returns, by GAE or GRPO, then normalised, scaled and (for the ablations) reversed or shuffled.
+
+Kept apart from the actor worker so the recipe's choices read in one place and test without a policy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from policy_and_value.algorithms.advantages import (
+    compute_gae,
+    group_returns,
+    grpo_credit,
+    mixed_groups,
+    normalize_advantages,
+)
+from policy_and_value.config.schema import AlgorithmConfig
+
+
+def assign_credit(
+    traj: dict[str, Any],
+    algo: AlgorithmConfig,
+    shuffle_gen: torch.Generator,
+    group: dist.ProcessGroup | None = None,
+) -> dict[str, float]:
+    """Set ``traj``'s "advantages", "returns" and "values" (the rollout's values less the bootstrap row,
+    zeros without a critic) from its rewards; GRPO's ``drop_uniform_groups`` also narrows "loss_mask".
+
+    ``group``: the ranks whose whole batch normalises the advantages. Returns the rollout metrics (the
+    raw advantages' and the returns' range, GRPO's group spread)."""
+    mask = traj["loss_mask"]
+    spread: dict[str, float] = {}
+    if algo.adv_type == "gae":
+        adv, ret = compute_gae(traj["rewards"], traj["values"], traj["dones"], algo.gamma, algo.gae_lambda)
+    else:
+        grouped = group_returns(traj["rewards"], mask, algo.group_size)
+        mixed = mixed_groups(grouped)
+        if algo.drop_uniform_groups:  # dynamic sampling: a group whose episodes all ended alike
+            mask = traj["loss_mask"] = mask * mixed.repeat_interleave(algo.group_size).to(mask.dtype)
+        adv, ret = grpo_credit(grouped, traj["rewards"], mask, to_go=algo.grpo_return == "to_go")
+        # how much the actions of one start differ in outcome: ~0 means GRPO normalises noise
+        spread["rollout/group_return_std"] = float(grouped.std(1, unbiased=False).mean())
+        spread["rollout/mixed_group_fraction"] = float(mixed.float().mean())
+    raw = adv
+    if algo.normalize_advantages:
+        adv = normalize_advantages(adv, mask, group=group)
+    adv = adv * (-algo.advantage_scale if algo.reverse_advantages else algo.advantage_scale)
+    valid = mask.bool()
+    while valid.dim() < raw.dim():
+        valid = valid.unsqueeze(-1)
+    valid = valid.expand_as(raw)
+    if algo.shuffle_advantages:  # ablation: the same values, handed to random chunks
+        adv = adv.clone()
+        values = adv[valid]
+        adv[valid] = values[torch.randperm(values.numel(), generator=shuffle_gen).to(values.device)]
+    traj["advantages"], traj["returns"] = adv, ret
+    traj["values"] = torch.zeros_like(ret) if traj["values"] is None else traj["values"][:-1]
+    sel_adv, sel_ret = raw[valid], ret[valid]
+    if sel_adv.numel() == 0:  # e.g. every GRPO group dropped
+        return spread
+    return {
+        "rollout/advantages_mean": float(sel_adv.mean()),
+        "rollout/advantages_max": float(sel_adv.max()),
+        "rollout/advantages_min": float(sel_adv.min()),
+        "rollout/returns_mean": float(sel_ret.mean()),
+        "rollout/returns_max": float(sel_ret.max()),
+        "rollout/returns_min": float(sel_ret.min()),
+        **spread,
+    }
