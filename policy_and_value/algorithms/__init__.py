@@ -24,6 +24,7 @@ from policy_and_value.algorithms.losses import (
 from policy_and_value.algorithms.lr_schedule import (
     build_optimizer,
     build_scheduler,
+    scheduled_optimizer_steps,
     split_value_head,
     warmup_cosine_lambda,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "mixed_groups",
     "normalize_advantages",
     "ppo_policy_loss",
+    "scheduled_optimizer_steps",
     "selected_chunks",
     "split_value_head",
     "value_loss",

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from policy_and_value.config.schema import OptimConfig
+from policy_and_value.config.schema import JobConfig, OptimConfig
 
 
 def warmup_cosine_lambda(warmup_steps: int, total_steps: int, min_lr_ratio: float) -> Callable[[int], float]:
@@ -38,6 +38,16 @@ def build_scheduler(
     else:
         fn = warmup_constant_lambda(cfg.lr_warmup_steps)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, fn)
+
+
+def scheduled_optimizer_steps(cfg: JobConfig) -> int:
+    """The optimiser steps the lr schedule spans: ``actor.optim.total_training_steps``, or those of
+    ``runner.max_steps`` training steps (``update_epoch`` passes over each step's samples)."""
+    if cfg.actor.optim.total_training_steps:
+        return cfg.actor.optim.total_training_steps
+    algo = cfg.algorithm
+    samples = cfg.env.train.num_envs * algo.n_chunk_steps * algo.rollout_epoch
+    return algo.update_epoch * max(1, samples // cfg.actor.global_batch_size) * cfg.runner.max_steps
 
 
 def split_value_head(policy: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:

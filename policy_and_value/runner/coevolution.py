@@ -23,12 +23,19 @@ import json
 import os
 from typing import Any
 
+from policy_and_value.algorithms.lr_schedule import scheduled_optimizer_steps
 from policy_and_value.config.schema import JobConfig
 
 
 def round_config(cfg: JobConfig, r: int, resume: str | None, state_model: str, dynamics: str) -> JobConfig:
-    """The job of round ``r`` (0-based): train to step (r + 1) x steps_per_round, save at its end."""
+    """The job of round ``r`` (0-based): train to step (r + 1) x steps_per_round, save at its end. The lr
+    schedule keeps spanning every round's steps (a cosine one would otherwise restart its span each round)."""
     co = cfg.coevolution
+    whole = cfg.model_copy(
+        update={"runner": cfg.runner.model_copy(update={"max_steps": co.rounds * co.steps_per_round})}
+    )
+    optim = cfg.actor.optim.model_copy(update={"total_training_steps": scheduled_optimizer_steps(whole)})
+    actor = cfg.actor.model_copy(update={"optim": optim})
     runner = cfg.runner.model_copy(
         update={
             "max_steps": (r + 1) * co.steps_per_round,
@@ -40,7 +47,7 @@ def round_config(cfg: JobConfig, r: int, resume: str | None, state_model: str, d
         update={"state_model_config": state_model, "dynamics_model_config": dynamics}
     )
     env = cfg.env.model_copy(update={"train": train})
-    return cfg.model_copy(update={"runner": runner, "env": env})
+    return cfg.model_copy(update={"runner": runner, "env": env, "actor": actor})
 
 
 def collect_real(cfg: JobConfig, policy_dir: str, out: str, seed: int) -> dict[str, Any]:

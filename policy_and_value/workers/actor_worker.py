@@ -31,6 +31,7 @@ from policy_and_value.algorithms import (
     explained_variance,
     masked_mean,
     ppo_policy_loss,
+    scheduled_optimizer_steps,
     split_value_head,
     value_loss,
 )
@@ -103,12 +104,9 @@ class ActorWorker(Worker):
         self.train_steps = 0  # training steps done (critic warm-up counts them)
 
     def _build_optimizer(self) -> None:
-        cfg, algo = self.cfg, self.cfg.algorithm
+        cfg = self.cfg
         self.optimizer = build_optimizer(self.policy, cfg.actor.optim, shard=self.shard_optimizer)
-        samples = cfg.env.train.num_envs * algo.n_chunk_steps * algo.rollout_epoch
-        opt_steps_per_train_step = algo.update_epoch * max(1, samples // cfg.actor.global_batch_size)
-        total = cfg.actor.optim.total_training_steps or opt_steps_per_train_step * cfg.runner.max_steps
-        self.scheduler = build_scheduler(self.optimizer, cfg.actor.optim, total)
+        self.scheduler = build_scheduler(self.optimizer, cfg.actor.optim, scheduled_optimizer_steps(cfg))
 
     @property
     def local_optimizer(self) -> torch.optim.Optimizer:

@@ -126,3 +126,16 @@ def test_a_stop_in_rl_names_the_checkpoint_and_the_state_model(real_world, tmp_p
         "stopped by SIGTERM after step 1: continue with runner.resume_dir=/runs/co/checkpoints/global_step_1 "
         f"env.train.state_model_config={real_world['state']}"
     )
+
+
+def test_every_round_keeps_the_whole_lr_schedule(real_world):
+    """A cosine lr schedule spans all rounds' optimiser steps in every round's job (round r's job trains
+    only to step (r + 1) x steps_per_round, which would otherwise restart the cosine's span each round)."""
+    from policy_and_value.algorithms import scheduled_optimizer_steps
+    from policy_and_value.runner.coevolution import round_config
+
+    cfg = load_config("ppo_pi0_metaworld", [*_overrides(real_world), "actor.optim.lr_scheduler=cosine"])
+    rounds = [round_config(cfg, r, None, real_world["state"], real_world["dynamics"]) for r in range(2)]
+    per_round = scheduled_optimizer_steps(rounds[0].model_copy(update={"actor": cfg.actor}))
+    assert [job.runner.max_steps for job in rounds] == [1, 2]
+    assert [job.actor.optim.total_training_steps for job in rounds] == [2 * per_round, 2 * per_round]
