@@ -109,7 +109,8 @@ def mixed_groups(grouped: torch.Tensor, tol: float = 1e-6) -> torch.Tensor:
     return (grouped.max(1).values - grouped.min(1).values) > tol
 
 
-def _expand_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+def expand_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``loss_mask`` [T, B] broadcast to ``like``'s shape ([T, B] or action-level [T, B, C]), in its dtype."""
     m = mask.to(like.dtype)
     while m.dim() < like.dim():
         m = m.unsqueeze(-1)
@@ -120,7 +121,7 @@ def normalize_advantages(
     adv: torch.Tensor, mask: torch.Tensor, group: dist.ProcessGroup | None = None, eps: float = 1e-8
 ) -> torch.Tensor:
     """Masked whitening with mean/std over the whole batch of every rank in ``group``."""
-    m = _expand_mask(mask, adv)
+    m = expand_mask(mask, adv)
     stats = torch.stack([(adv * m).sum(), (adv * adv * m).sum(), m.sum()]).double()
     if group is not None and dist.is_initialized() and dist.get_world_size(group) > 1:
         dist.all_reduce(stats, group=group)

@@ -13,6 +13,7 @@ import torch.distributed as dist
 
 from policy_and_value.algorithms.advantages import (
     compute_gae,
+    expand_mask,
     group_returns,
     grpo_credit,
     mixed_groups,
@@ -49,10 +50,7 @@ def assign_credit(
     if algo.normalize_advantages:
         adv = normalize_advantages(adv, mask, group=group)
     adv = adv * (-algo.advantage_scale if algo.reverse_advantages else algo.advantage_scale)
-    valid = mask.bool()
-    while valid.dim() < raw.dim():
-        valid = valid.unsqueeze(-1)
-    valid = valid.expand_as(raw)
+    valid = expand_mask(mask, raw).bool()
     if algo.shuffle_advantages:  # ablation: the same values, handed to random chunks
         adv = adv.clone()
         values = adv[valid]
