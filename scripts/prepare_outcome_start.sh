@@ -6,8 +6,9 @@
 #
 # A few demonstrations leave the policy room to improve (roughly 10-60% success per task). Sizes can be
 # changed with environment variables (defaults = the shipped recipe): EPISODES=20 DEMOS=2 SUBSET_SEED=2
-# SFT_STEPS=1500 EVAL_EPISODES=50. Which 2 of the 20 demonstrations are kept decides a lot with so few: of subset seeds 0,
-# 1 and 2 only seed 2 left every task in that range (door-open reached 94% and 100% with seeds 0 and 1).
+# SFT_STEPS=1500 EVAL_EPISODES=50 NUM_ENVS=12 (episodes collected at once). Which 2 of the 20 demonstrations
+# are kept decides a lot with so few: of subset seeds 0, 1 and 2 only seed 2 left every task in that range
+# (door-open reached 94% and 100% with seeds 0 and 1).
 # At the end it prints the override that points rl_metaworld_outcome at the result.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"
@@ -18,13 +19,14 @@ DEMOS="${DEMOS:-2}"
 SUBSET_SEED="${SUBSET_SEED:-2}"
 SFT_STEPS="${SFT_STEPS:-1500}"
 EVAL_EPISODES="${EVAL_EPISODES:-50}"
+NUM_ENVS="${NUM_ENVS:-12}"
 TASKS=(reach-v3 button-press-topdown-v3 door-open-v3)
 CAMERAS=(corner gripperPOV)
 fresh_out "$OUT"
 
 # layouts of layout_seed 0 (the training layouts); evaluation uses layout_seed 1
 stage "collect demonstrations" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" \
-  --episodes-per-task "$EPISODES" --action-noise 0.1 --cameras "${CAMERAS[@]}" --seed 7 --num-envs 12 \
+  --episodes-per-task "$EPISODES" --action-noise 0.1 --cameras "${CAMERAS[@]}" --seed 7 --num-envs "$NUM_ENVS" \
   --out "$OUT/demos20"
 stage "keep $DEMOS per task" "$PY" -m toolkits.episodes.subset --data "$OUT/demos20" --out "$OUT/demos" \
   --per-task "$DEMOS" --seed "$SUBSET_SEED"

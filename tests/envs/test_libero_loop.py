@@ -108,6 +108,8 @@ def test_rl_release_libero_trains_on_imagined_and_real_libero_envs(models, tmp_p
     for key in ("env/imagined/return", "env/real/return", "train/actor/fm_loss", "train/actor/offline_fm_loss"):  # fmt: skip
         assert key in row and math.isfinite(row[key]), key
     assert row["eval/episode_steps"] == 8 and "eval/success_once" in row  # evaluated in LIBERO, truncated
+    assert row["time/generate_rollouts"] > 0
+    assert list((tmp_path / "loop" / "videos" / "eval").glob("*.mp4")), "LIBERO eval videos are written"
 
 
 def test_offline_evaluate_runs_in_libero(models, capsys):

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 def test_rebuild_script_writes_a_policy_and_reports_its_stages(tmp_path):
     out = tmp_path / "start"
-    env = dict(os.environ, EPISODES="2", DEMOS="1", SFT_STEPS="3", EVAL_EPISODES="1")
+    env = dict(os.environ, EPISODES="2", DEMOS="1", SFT_STEPS="3", EVAL_EPISODES="1", NUM_ENVS="3")
     done = subprocess.run(
         ["bash", str(REPO / "scripts" / "prepare_outcome_start.sh"), str(out)],
         env=env, capture_output=True, text=True, timeout=600,

@@ -1,7 +1,8 @@
 """A real two-node Ray cluster on this machine, started the way users start one: the head with
 ``run_embodiment_ray_unified_multi_task.sh --head`` (which runs the job once both nodes are up) and a
-second node with ``--address`` and its own resources. The job's two actor ranks (DDP over gloo) are
-placed one per node; ``placement.json`` says where every rank ran."""
+second node with ``--address`` and its own resources. Every component is packed onto both devices (one
+per node): env and rollout ranks 0-1, actor ranks 0-3 (DDP over gloo) two per device; ``placement.json``
+says where every rank ran."""
 
 from __future__ import annotations
 
@@ -48,7 +49,9 @@ def test_actor_ranks_span_a_head_and_a_second_node(tmp_path):
     port, ip = _free_port(), ray.util.get_node_ip_address()
     job = [
         "ppo_gym_cartpole", "cluster=partial_sharing", "cluster.num_nodes=2", "cluster.num_devices_per_node=1",
-        "actor.micro_batch_size=128", "runner.max_steps=2", "runner.val_check_interval=-1",
+        "cluster.component_placement.env=0-1", "cluster.component_placement.rollout=0-1",
+        "cluster.component_placement.actor='0-1:0-3'", "actor.micro_batch_size=32", "runner.max_steps=2",
+        "runner.val_check_interval=-1",
         "runner.save_interval=-1", "runner.progress_bar=false", f"runner.logger.log_path={tmp_path}",
         "cluster.node_timeout_s=120",
     ]  # fmt: skip
@@ -68,10 +71,15 @@ def test_actor_ranks_span_a_head_and_a_second_node(tmp_path):
     placement = json.loads((tmp_path / "ppo_gym_cartpole" / "placement.json").read_text())
     assert len(set(placement["nodes"])) == 2
     actors = placement["actor"]
-    assert [a["node"] for a in actors] == [0, 1]
-    assert [a["node_id"] for a in actors] == placement["nodes"]  # each rank on the machine its slot names
+    assert [(a["rank"], a["device"], a["node"]) for a in actors] == [(0, 0, 0), (1, 0, 0), (2, 1, 1), (3, 1, 1)]  # fmt: skip
+    for ranks in (placement["env"], placement["rollout"], actors):  # each rank on the machine its slot names
+        assert [r["node_id"] for r in ranks] == [placement["nodes"][r["node"]] for r in ranks]
+    assert [e["node"] for e in placement["env"]] == [0, 1]
     assert placement["env"][0]["node_id"] == placement["nodes"][0]  # the head is node 0
     assert "worldrl run finished: 2 steps" in (tmp_path / "head.log").read_text()
+    metrics = (tmp_path / "ppo_gym_cartpole" / "metrics.jsonl").read_text()
+    rows = [json.loads(line) for line in metrics.splitlines()]
+    assert rows[0]["train/actor/ratio"] == pytest.approx(1.0, abs=0.2)  # the four ranks train
 
 
 def test_the_head_stops_with_one_line_when_the_nodes_do_not_join(tmp_path):

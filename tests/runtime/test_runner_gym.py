@@ -100,16 +100,6 @@ def test_overlap_trains_one_step_off_policy_and_resumes_exactly(tmp_path):
 
 # Each placement is a job of its own (about 20 s of start-up), so each is run once in the suite: "shared"
 # (this config's own) by test_resume_reproduces_uninterrupted_run, "separate" with a pipelined rollout by
-# test_overlap_trains_one_step_off_policy_and_resumes_exactly, "partial_sharing" by rl_release's test
-# (tests/world_model_rl), the pi0 and multi-node tests, and packed onto two devices here.
-def test_packed_placement_runs(tmp_path):
-    """Every component on both devices, four actor ranks on two devices."""
-    packed = [
-        "cluster=partial_sharing",
-        "cluster.component_placement.env=0-1",
-        "cluster.component_placement.rollout=0-1",
-        "cluster.component_placement.actor='0-1:0-3'",
-        "actor.micro_batch_size=8",
-    ]
-    rows = _run(tmp_path, "p", ["runner.max_steps=1", *packed])
-    assert rows[-1]["step"] == 1 and rows[-1]["train/actor/ratio"] == pytest.approx(1.0, abs=0.2)
+# test_overlap_trains_one_step_off_policy_and_resumes_exactly, "partial_sharing" by the quickstart's test
+# (tests/world_model_rl) and the pi0 test, and packed onto two devices (four actor ranks) by the
+# multi-node test (tests/runtime/test_multi_node.py).

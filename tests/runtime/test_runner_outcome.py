@@ -1,12 +1,18 @@
 """``rl_metaworld_outcome`` as a user runs it, shrunk: whole episodes scored by their outcome, GRPO groups
 (of 4 here, 8 in the config) on one layout, uniform groups dropped, filtered imitation with its replay,
-and an exact resume."""
+and an exact resume; with LoRA adapters and a rollout EMA, so the checkpoint is then exported by the CLI
+(LoRA merged), served and queried by openpi's client."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file
 
 from tests.assets import REPO, assert_matches_sha256sums
+from tests.deploy.conftest import NO_OPENPI_CLIENT
 from tests.runtime.jobs import run_and_read
 
 pytestmark = pytest.mark.slow
@@ -25,6 +31,9 @@ SMALL = [
     "runner.val_check_interval=2",
     "runner.save_interval=2",
     "runner.progress_bar=false",
+    "model.pi0.is_lora=true",
+    "model.pi0.lora_rank=4",
+    "rollout.rollout_ema_decay=0.5",
 ]
 
 
@@ -32,7 +41,7 @@ def test_shipped_start_matches_its_checksums():
     assert assert_matches_sha256sums(REPO / "assets" / "metaworld_outcome") >= 7
 
 
-def test_outcome_job_trains_and_resumes_exactly(tmp_path: Path):
+def test_outcome_job_trains_resumes_exactly_and_its_checkpoint_serves(tmp_path: Path):
     full = run_and_read("rl_metaworld_outcome", tmp_path, "full", [*SMALL, "runner.max_steps=3"])
     assert [r["step"] for r in full] == [1, 2, 3]
     for row in full:
@@ -58,3 +67,35 @@ def test_outcome_job_trains_and_resumes_exactly(tmp_path: Path):
     ):
         if key in full[2]:
             assert resumed[0][key] == pytest.approx(full[2][key], rel=1e-6), key
+    _export_and_serve(checkpoint, tmp_path / "policy")
+
+
+def _export_and_serve(step: Path, out: Path) -> None:
+    """``export_policy`` on a real job's checkpoint: LoRA merged, the rest as the rollout saved it; the
+    directory is served and answers openpi's client."""
+    pytest.importorskip("openpi_client", reason=NO_OPENPI_CLIENT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolkits.ckpt_convertor.export_policy", "--checkpoint", str(step), "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "LoRA merged" in proc.stdout
+    exported = load_file(str(out / "model.safetensors"))
+    saved = load_file(str(step / "rollout" / "model.safetensors"))
+    assert all("lora_" not in k and "base_layer" not in k for k in exported)
+    name = "model.action_out_proj.weight"  # layers without adapters are exported as the rollout saved them
+    torch.testing.assert_close(exported[name], saved[name])
+
+    from openpi_client.websocket_client_policy import WebsocketClientPolicy
+
+    from toolkits.deploy.serve_policy import PolicyServer, ServerThread
+    from toolkits.deploy.served import ServedPolicy
+
+    with ServerThread(PolicyServer(ServedPolicy(out), port=0)) as thread:
+        client = WebsocketClientPolicy("127.0.0.1", thread.server.port)
+        assert client.get_server_metadata()["prompts"]["reach-v3"] == "reach the goal position"
+        obs = {"observation/image": torch.zeros(64, 64, 3, dtype=torch.uint8).numpy(),
+               "observation/wrist_image": torch.zeros(64, 64, 3, dtype=torch.uint8).numpy(),
+               "observation/state": torch.zeros(39).numpy(), "prompt": "reach-v3"}  # fmt: skip
+        assert client.infer(obs)["actions"].shape == (4, 4)
+        client._ws.close()

@@ -1,6 +1,7 @@
 """Exporting a checkpoint as a policy directory: rollout (EMA) or actor weights, LoRA merged, with
 tokenizer, norm stats and deploy.json; it loads with from_pretrained, as rollout.model_dir and in the
-server; damaged or partial checkpoints are one line naming the file, and nothing is written."""
+server; damaged or partial checkpoints are one line naming the file, and nothing is written. A real job's
+checkpoint is exported by the CLI and served in tests/runtime/test_runner_outcome.py."""
 
 from __future__ import annotations
 
@@ -188,54 +189,3 @@ def test_refuses_to_overwrite_a_directory_that_is_not_a_policy(checkpoint, tmp_p
     assert main(["--checkpoint", str(checkpoint[0]), "--out", str(tmp_path / "notes")]) == 2
     assert "is not a policy directory" in capsys.readouterr().err
     assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
-
-
-@pytest.mark.slow
-def test_export_of_a_real_tiny_job_serves(tmp_path):
-    """A 1-step LoRA job through the full runtime, exported by the CLI, served and queried by openpi's client."""
-    import subprocess
-    import sys
-
-    from safetensors.torch import load_file
-
-    from tests.deploy.conftest import NO_OPENPI_CLIENT
-
-    pytest.importorskip("openpi_client", reason=NO_OPENPI_CLIENT)
-
-    from tests.runtime.jobs import run_and_read
-
-    overrides = [
-        "algorithm.num_group_envs=1", "algorithm.group_size=2", "env.train.group_size=2", "env.train.tasks=[reach-v3]",
-        "env.train.max_episode_steps=8", "algorithm.n_chunk_steps=2", "actor.global_batch_size=4",
-        "actor.micro_batch_size=4", "runner.max_steps=1", "runner.val_check_interval=-1", "runner.save_interval=1",
-        "runner.progress_bar=false", "model.pi0.num_steps=2", "model.pi0.is_lora=true", "model.pi0.lora_rank=4",
-        "rollout.rollout_ema_decay=0.5", "algorithm.offline_data_coef=0.0",
-    ]  # fmt: skip
-    run_and_read("rl_metaworld_outcome", tmp_path, "job", overrides)
-    step = tmp_path / "job" / "checkpoints" / "global_step_1"
-    proc = subprocess.run(
-        [sys.executable, "-m", "toolkits.ckpt_convertor.export_policy", "--checkpoint", str(step), "--out",
-         str(tmp_path / "policy")], cwd=REPO, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert "LoRA merged" in proc.stdout
-    exported = load_file(str(tmp_path / "policy" / "model.safetensors"))
-    saved = load_file(str(step / "rollout" / "model.safetensors"))
-    assert all("lora_" not in k and "base_layer" not in k for k in exported)
-    # layers without adapters are exported as the rollout saved them
-    name = "model.action_out_proj.weight"
-    torch.testing.assert_close(exported[name], saved[name])
-
-    from openpi_client.websocket_client_policy import WebsocketClientPolicy
-
-    from toolkits.deploy.serve_policy import PolicyServer, ServerThread
-    from toolkits.deploy.served import ServedPolicy
-
-    with ServerThread(PolicyServer(ServedPolicy(tmp_path / "policy"), port=0)) as thread:
-        client = WebsocketClientPolicy("127.0.0.1", thread.server.port)
-        assert client.get_server_metadata()["prompts"]["reach-v3"] == "reach the goal position"
-        obs = {"observation/image": torch.zeros(64, 64, 3, dtype=torch.uint8).numpy(),
-               "observation/wrist_image": torch.zeros(64, 64, 3, dtype=torch.uint8).numpy(),
-               "observation/state": torch.zeros(39).numpy(), "prompt": "reach-v3"}  # fmt: skip
-        assert client.infer(obs)["actions"].shape == (4, 4)
-        client._ws.close()
