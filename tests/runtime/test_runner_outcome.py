@@ -12,7 +12,7 @@ import torch
 from safetensors.torch import load_file
 
 from tests.assets import REPO, assert_matches_sha256sums
-from tests.deploy.conftest import NO_OPENPI_CLIENT
+from tests.deploy.conftest import NO_OPENPI_CLIENT, observation
 from tests.runtime.jobs import run_and_read
 
 pytestmark = pytest.mark.slow
@@ -94,8 +94,5 @@ def _export_and_serve(step: Path, out: Path) -> None:
     with ServerThread(PolicyServer(ServedPolicy(out), port=0)) as thread:
         client = WebsocketClientPolicy("127.0.0.1", thread.server.port)
         assert client.get_server_metadata()["prompts"]["reach-v3"] == "reach the goal position"
-        obs = {"observation/image": torch.zeros(64, 64, 3, dtype=torch.uint8).numpy(),
-               "observation/wrist_image": torch.zeros(64, 64, 3, dtype=torch.uint8).numpy(),
-               "observation/state": torch.zeros(39).numpy(), "prompt": "reach-v3"}  # fmt: skip
-        assert client.infer(obs)["actions"].shape == (4, 4)
+        assert client.infer(observation(0))["actions"].shape == (4, 4)
         client._ws.close()
