@@ -138,14 +138,27 @@ def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> di
 
 
 @torch.no_grad()
-def encoded_frames(dynamics, episodes, ids: list[int], state_type: str, batch: int = 128) -> dict:
-    """Every frame of the episodes ``ids`` as the dynamics model's normalised VAE latents, with its state."""
+def encoded_frames(
+    dynamics, episodes, ids: list[int], state_type: str, batch: int = 128, cache_dir: str | None = None
+) -> dict:
+    """Every frame of the episodes ``ids`` as the dynamics model's normalised VAE latents, with its state;
+    with ``cache_dir`` (``render.latent_cache``) each episode's latents are read from there when stored."""
     from policy_and_value.envs.metaworld_tasks import select_state
+    from world_models.latent_cache import cached_latents, model_fingerprint
 
+    model_key = model_fingerprint(dynamics) if cache_dir else ""
     latents, states, prompts, frames = [], [], [], []
     for i in ids:
         images = torch.from_numpy(episodes.read(i, "images"))
-        latents += [dynamics.encode(part[:, None])[:, 0] for part in images.split(batch)]
+
+        def encode(images: torch.Tensor = images) -> torch.Tensor:
+            return torch.cat([dynamics.encode(part[:, None])[:, 0] for part in images.split(batch)])
+
+        if cache_dir:
+            file = os.path.join(episodes.root, episodes.entries[i]["file"])
+            latents.append(cached_latents(cache_dir, model_key, file, encode))
+        else:
+            latents.append(encode())
         states.append(torch.from_numpy(select_state(episodes.read(i, "state"), state_type).astype("float32")))
         prompts += [episodes.entries[i]["prompt"]] * len(images)
         frames.append(images)
@@ -173,7 +186,9 @@ def train_renderer(model, dynamics, episodes, train_ids, held_ids, job: StateMod
             f"init_model_dir={job.init_model_dir} has no renderer; train a new state model to add one"
         )
     start = time.time()
-    data = encoded_frames(dynamics, episodes, train_ids, job.data.state_type)
+    data = encoded_frames(
+        dynamics, episodes, train_ids, job.data.state_type, cache_dir=job.render.latent_cache
+    )
     tasks = model.task_one_hot(data["prompts"])
     log(f"renderer: {len(tasks)} frames encoded ({time.time() - start:.0f} s)")
     params = list(model.renderer.parameters())
@@ -194,7 +209,9 @@ def train_renderer(model, dynamics, episodes, train_ids, held_ids, job: StateMod
     model.eval()
     if held_ids:
         with torch.no_grad():
-            held = encoded_frames(dynamics, episodes, held_ids, job.data.state_type)
+            held = encoded_frames(
+                dynamics, episodes, held_ids, job.data.state_type, cache_dir=job.render.latent_cache
+            )
             pick = torch.randperm(len(held["states"]), generator=torch.Generator().manual_seed(0))[:256]
             rendered = dynamics.decode(
                 model.render_latents(

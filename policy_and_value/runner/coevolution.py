@@ -6,7 +6,8 @@ rounds of
 2. ``real_episodes_per_task`` real Meta-World rollouts of the current policy (its rollout weights,
    exported, sampled with ``model.pi0.noise_level``) on the training layouts (``layout_seed``);
 3. a warm-started refit of the state model (and its renderer) on its training episodes plus every real
-   episode so far (``refit_steps``), and optionally of the dynamics model's denoiser.
+   episode so far (``refit_steps``; the renderer's VAE latents are cached in ``coevolution/latent_cache``, so
+   a refit encodes only the new episodes), and optionally of the dynamics model's denoiser.
 
 The real env steps of every round (the rollouts' actions; evaluation episodes are measurement and do not
 feed training) are counted, printed, logged to TensorBoard (``coevolution/*`` against the training step)
@@ -86,7 +87,8 @@ def refit(cfg: JobConfig, data: str, state_model: str, dynamics: str, out: str) 
     job = StateModelJob.model_validate({
         "data": {"path": data, "tasks": list(train.tasks), "state_type": train.state_type},
         "train": {"steps": co.refit_steps, "seed": cfg.runner.seed},
-        "render": {"dynamics_model_dir": dynamics if renders else None, "steps": co.refit_steps},
+        "render": {"dynamics_model_dir": dynamics if renders else None, "steps": co.refit_steps,
+                   "latent_cache": os.path.join(os.path.dirname(out), "latent_cache")},
         "init_model_dir": state_model, "output_dir": os.path.join(out, "state_model"),
     })  # fmt: skip
     new_state = str(train_state_model(job, log=lambda *_: None))

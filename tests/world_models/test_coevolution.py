@@ -84,6 +84,12 @@ def test_rounds_train_collect_refit_and_count_real_steps(real_world, tmp_path, c
     # round 2 trained on the first state model's data plus both rounds' real episodes
     merged = json.loads((root / "round_2" / "data" / "index.json").read_text())["episodes"]
     assert len(merged) == 2 * len(TASKS) + 2 * len(TASKS)
+    # the refits share one latent cache: one VAE (not refitted), one entry per episode, each encoded once
+    from world_models.latent_cache import file_fingerprint
+
+    (vae,) = list((root / "latent_cache").iterdir())
+    files = {file_fingerprint(str(root / "round_2" / "data" / e["file"])) for e in merged}
+    assert {p.name.removesuffix(".safetensors") for p in vae.iterdir()} == files
     assert (root / "round_1" / "policy" / "config.json").is_file()
     assert records[1]["checkpoint"].endswith("global_step_2")
     metrics = [json.loads(x) for x in (tmp_path / "co" / "metrics.jsonl").read_text().splitlines()]

@@ -168,6 +168,26 @@ def test_renderer_trains_against_a_dynamics_models_vae(rule_episodes, tmp_path, 
     assert torch.equal(tuned.delta_std, model.delta_std)
 
 
+def test_latent_cache_encodes_each_episode_once_per_dynamics_model(rule_episodes, tmp_path, monkeypatch):
+    from world_models.train_state_model import encoded_frames
+
+    dyn, episodes, cache = tiny_dynamics(), EpisodeDataset(rule_episodes), str(tmp_path / "cache")
+    calls, encode = [], dyn.encode
+    monkeypatch.setattr(dyn, "encode", lambda images: calls.append(len(images)) or encode(images))
+    plain = encoded_frames(dyn, episodes, [0, 1, 2], "full")
+    calls.clear()
+    first = encoded_frames(dyn, episodes, [0, 1, 2], "full", cache_dir=cache)
+    assert calls and torch.equal(first["latents"], plain["latents"])
+    calls.clear()
+    again = encoded_frames(dyn, episodes, [0, 1, 2], "full", cache_dir=cache)  # read back, nothing encoded
+    assert not calls and torch.equal(again["latents"], plain["latents"])
+    with torch.no_grad():  # another VAE: its own entries, never the old ones
+        next(dyn.vae.parameters()).add_(0.1)
+    changed = encoded_frames(dyn, episodes, [0], "full", cache_dir=cache)
+    assert calls and not torch.equal(changed["latents"], plain["latents"][: len(changed["latents"])])
+    assert len(list((tmp_path / "cache").iterdir())) == 2
+
+
 def test_a_reward_head_is_added_to_a_saved_model_and_trained_alone(rule_episodes, tmp_path, capsys):
     args = [f"data.path={rule_episodes}", "data.holdout_fraction=0.25", *SMALL]
     assert main([*args, f"output_dir={tmp_path / 'a'}", "model.reward_head=false", "train.steps=3"]) == 0
