@@ -141,8 +141,8 @@ def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> di
 def encoded_frames(
     dynamics, episodes, ids: list[int], state_type: str, batch: int = 128, cache_dir: str | None = None
 ) -> dict:
-    """Every frame of the episodes ``ids`` as the dynamics model's normalised VAE latents, with its state;
-    with ``cache_dir`` (``render.latent_cache``) each episode's latents are read from there when stored."""
+    """Every frame of the episodes ``ids`` as the dynamics model's normalised VAE latents (on the CPU, beside the
+    states), with its state; with ``cache_dir`` (``render.latent_cache``) each episode's latents are read from there when stored."""
     from policy_and_value.envs.metaworld_tasks import select_state
     from world_models.latent_cache import cached_latents, model_fingerprint
 
@@ -152,7 +152,7 @@ def encoded_frames(
         images = torch.from_numpy(episodes.read(i, "images"))
 
         def encode(images: torch.Tensor = images) -> torch.Tensor:
-            return torch.cat([dynamics.encode(part[:, None])[:, 0] for part in images.split(batch)])
+            return torch.cat([dynamics.encode(part[:, None])[:, 0] for part in images.split(batch)]).cpu()
 
         if cache_dir:
             file = os.path.join(episodes.root, episodes.entries[i]["file"])
