@@ -37,7 +37,9 @@ among the samples of a start, averaged over starts (Meta-World's own: the ``real
 (imagined: the score reached ``success_threshold``). Then ``AUC`` per task of each arm, each arm's
 within-start Spearman with Meta-World's return and its mean return per task, and, with a state
 model, the imagined AUC of the episodes whose members' final disagreement is at most its median against
-the rest (does the hallucination filter keep the episodes imagination gets right?). The torch work runs
+the rest (does the hallucination filter keep the episodes imagination gets right?), and with a reward head,
+per task, its excess over Meta-World's reward on the real episodes beside the spread of the members' heads
+(does that spread find where the head over-credits?). The torch work runs
 on ``--threads`` CPU threads.
 """
 
@@ -99,17 +101,20 @@ def play(
     start: torch.Tensor | None = None,
     state_scorer=None,
     state_rewarder=None,
+    state_spreader=None,
 ) -> dict[str, Any]:
     """Play one episode per env from ``obs`` (the envs were just reset): ``act(k, obs)`` gives chunk k.
     Per env: success, return, the score of the start (``start``: the env's own, else the reward model's
     of the start frame), the highest and the last score while alive (the env's own ``info['scores']``
     where it has them, else ``scorer`` on the observed frames), the highest ``state_scorer`` score of the
     observed states (when given), the return ``state_rewarder`` gives the chunk-end states and the
-    return of each chunk's last reward (both x the chunk), the state model's disagreement at the end, and
-    the actions taken."""
+    return of each chunk's last reward (both x the chunk), the sum of ``state_spreader`` (the reward heads'
+    spread) over the chunk-end states x the chunk, the state model's disagreement at the end, and the actions
+    taken."""
     n, first = env.num_envs, obs["images"]
     alive, success = np.ones(n, bool), np.zeros(n, bool)
     ret, head_ret, end_ret = np.zeros(n, np.float32), np.zeros(n, np.float32), np.zeros(n, np.float32)
+    head_spread = np.zeros(n, np.float32)
     zeros = np.zeros(n, np.float32)
     start_frame = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy() if scorer else zeros
     begin = start_frame if start is None else start.numpy()
@@ -129,6 +134,8 @@ def play(
         end_ret += np.where(alive, rewards[:, -1].numpy() * env.chunk, 0.0)
         if state_rewarder:
             head_ret += np.where(alive, state_rewarder(obs["state"]).numpy() * env.chunk, 0.0)
+        if state_spreader:
+            head_spread += np.where(alive, state_spreader(obs["state"]).numpy() * env.chunk, 0.0)
         best = np.where(alive, np.maximum(best, scores), best)
         last = np.where(alive, scores, last)
         if state_scorer:
@@ -146,6 +153,7 @@ def play(
             break
     return {"success": success, "return": ret, "max_score": best, "last_score": last, "start_score": start_frame,
             "max_state_score": best_state, "head_return": head_ret, "chunk_end_return": end_ret,
+            "head_spread": head_spread,
             "disagreement": disagreement, "start_images": first,
             "actions": torch.cat(actions, 1)}  # fmt: skip
 
@@ -190,9 +198,11 @@ def play_round(
     state_scorer = wm_env.score_states if wm_env.state_model is not None else None
     headed = wm_env.state_model is not None and wm_env.state_model.cfg.reward_head
     state_rewarder = wm_env.reward_of_states if headed else None
+    state_spreader = wm_env.reward_spread_of_states if headed else None
     real = play(
-        real_env, obs, sampled, steps, scorer, state_scorer=state_scorer, state_rewarder=state_rewarder
-    )
+        real_env, obs, sampled, steps, scorer, state_scorer=state_scorer, state_rewarder=state_rewarder,
+        state_spreader=state_spreader,
+    )  # fmt: skip
     torch.manual_seed(seed)  # the same policy noise draws as in Meta-World
     imagined = imagine(sampled)
     taken = real["actions"]
@@ -214,6 +224,7 @@ def play_round(
     if state_rewarder is not None:  # returns only: these arms score no success of their own
         for arm, key in zip(HEAD_ARMS, ("head_return", "chunk_end_return"), strict=True):
             arms[arm] = {"return": real[key], "max_score": real[key]}
+        arms[HEAD_ARMS[0]]["head_spread"] = real["head_spread"]
     return arms
 
 
@@ -282,7 +293,7 @@ def main() -> None:
             wcfg.success_threshold,
         )  # fmt: skip
         for name, res in arms.items():
-            for key in ("return", "max_score", "success", "disagreement"):
+            for key in ("return", "max_score", "success", "disagreement", "head_spread"):
                 if key in res:
                     results[name][key].extend(np.asarray(res[key])[keep].tolist())
         gap = (arms["real"]["start_images"].float() - arms["imagined"]["start_images"].float()).abs().mean()
@@ -350,6 +361,27 @@ def report(results: dict[str, dict[str, list]], task_of: np.ndarray, samples: in
         print(f"\nimagined episodes by the state model's final disagreement (median {np.median(doubt):.3f}): "
               f"AUC {auc(score[trusted], succ[trusted]):.3f} where the members agree (<= median), "
               f"{auc(score[~trusted], succ[~trusted]):.3f} on the rest")  # fmt: skip
+    if HEAD_ARMS[0] in results:
+        report_head_doubt(results, task_of, tasks)
+
+
+def report_head_doubt(results: dict[str, dict[str, list]], task_of: np.ndarray, tasks: list[str]) -> None:
+    """Per task: how much more the reward head credits the real episodes than Meta-World does at the same
+    chunk ends, the reward heads' spread over them, and whether the spread finds the over-credited episodes
+    (Spearman over the task's episodes of spread against excess): can a penalty on the spread stop the policy
+    exploiting the head (``env.train.reward_uncertainty_penalty``)?"""
+    head = np.asarray(results[HEAD_ARMS[0]]["return"], np.float32)
+    truth = np.asarray(results[HEAD_ARMS[1]]["return"], np.float32)
+    spread = np.asarray(results[HEAD_ARMS[0]]["head_spread"], np.float32)
+    print("\nthe reward heads' spread on the real episodes (episode sums at chunk ends x the chunk)\n")
+    print("| task | head return | Meta-World return | excess | heads' spread | Spearman spread vs excess |")
+    print("|---|---|---|---|---|---|")
+    for t, task in enumerate(tasks):
+        m = task_of == t
+        excess = head[m] - truth[m]
+        rel = excess.mean() / max(abs(truth[m].mean()), 1e-6)
+        print(f"| {task} | {head[m].mean():.4g} | {truth[m].mean():.4g} | {excess.mean():+.4g} ({rel:+.0%}) | "
+              f"{spread[m].mean():.4g} | {spearman_or_zero(spread[m], excess):.3f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

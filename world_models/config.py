@@ -78,8 +78,8 @@ class StateRenderConfig(Strict):
     batch_size: int = Field(256, ge=1)
     lr: float = Field(1e-3, gt=0.0)
     hidden: int = Field(512, ge=1)
-    # a directory that keeps each episode's VAE latents between trainings (keyed by the dynamics model's
-    # weights and the episode file's bytes), so a refit on grown data encodes only the new episodes
+    # a directory that keeps each episode's VAE latents between trainings (keyed by the VAE's weights, the
+    # latent normalisers and the episode file's bytes), so a refit on grown data encodes only the new episodes
     latent_cache: str | None = None
 
 

@@ -16,7 +16,8 @@ With a state model (``state_model_config``) the state the policy sees is its mem
 chunk; ``outcome_source: state`` scores progress by its success classifier instead of the reward model,
 ``frames_from: state`` / ``state_residual`` draws the frames from its renderer instead of the denoiser,
 and the members' disagreement lowers rewards (``uncertainty_penalty``) or ends episodes
-(``uncertainty_halt``).
+(``uncertainty_halt``); with ``reward_mode: state_reward`` the spread of the members' reward heads can lower
+each reward too (``reward_uncertainty_penalty``: mean - penalty x std, a pessimistic reward).
 """
 
 from __future__ import annotations
@@ -164,8 +165,12 @@ class WorldModelEnv(BatchedEnv):
 
     @torch.no_grad()
     def _rewards_of_states(self, states: torch.Tensor) -> torch.Tensor:
-        """The members' mean reward-head value of member states [K, N, ..., S] -> [N, ...]."""
-        return self.state_model.reward_values(states.to(self.device), self._tasks_one_hot).mean(0).cpu()
+        """The members' mean reward-head value of member states [K, N, ..., S], less
+        ``reward_uncertainty_penalty`` x the members' spread (std) of it -> [N, ...]."""
+        values = self.state_model.reward_values(states.to(self.device), self._tasks_one_hot).cpu()
+        if not self.cfg.reward_uncertainty_penalty:
+            return values.mean(0)
+        return values.mean(0) - self.cfg.reward_uncertainty_penalty * values.std(0, correction=0)
 
     @torch.no_grad()
     def _render_latents(self, states: torch.Tensor, ids: np.ndarray | None = None) -> torch.Tensor:
@@ -195,9 +200,18 @@ class WorldModelEnv(BatchedEnv):
         return self._scores_of_states(states.float()[None].expand(k, -1, -1))
 
     def reward_of_states(self, states: torch.Tensor) -> torch.Tensor:
-        """The reward head's value of given states [N, S] (e.g. a simulator's), members' mean -> [N]."""
+        """The reward head's value of given states [N, S] (e.g. a simulator's) as imagination rewards them
+        (members' mean, less the penalty on their spread) -> [N]."""
         k = self.state_model.cfg.ensemble_size
         return self._rewards_of_states(states.float()[None].expand(k, -1, -1))
+
+    @torch.no_grad()
+    def reward_spread_of_states(self, states: torch.Tensor) -> torch.Tensor:
+        """How far the members' reward heads disagree (std) on given states [N, S] -> [N]: the doubt
+        ``reward_uncertainty_penalty`` charges for."""
+        k = self.state_model.cfg.ensemble_size
+        members = states.float()[None].expand(k, -1, -1).to(self.device)
+        return self.state_model.reward_values(members, self._tasks_one_hot).std(0, correction=0).cpu()
 
     # ------------------------------------------------------------------ contract
     @torch.no_grad()

@@ -1,8 +1,9 @@
 """A directory of per-episode VAE latents, so that repeated trainings on growing data (co-evolution's refits)
 encode only the episodes they have not seen: encoding every frame is most of a renderer refit's time.
 
-An entry is keyed by the dynamics model's weights and the episode file's bytes, so a refitted VAE or a
-rewritten episode never reads a stale entry; hard-linked copies of an episode (``toolkits.episodes.merge``)
+An entry is keyed by what the latents depend on (the VAE's weights, the latent normalisers, the image size
+and dtype: ``encoder_fingerprint``) and the episode file's bytes, so a refitted VAE or a rewritten episode
+never reads a stale entry, while a refitted denoiser keeps them; hard-linked copies of an episode (``toolkits.episodes.merge``)
 share one entry. Entries are written atomically (a stopped run leaves no half file).
 """
 
@@ -16,14 +17,22 @@ import torch
 from safetensors.torch import load_file, save_file
 
 
-def model_fingerprint(model: torch.nn.Module) -> str:
-    """A hex digest of the model's parameters and buffers (names, shapes, dtypes and values)."""
-    digest = hashlib.sha1()
-    for name, tensor in sorted(model.state_dict().items()):
+def tensors_fingerprint(tensors: dict[str, torch.Tensor], extra: str = "") -> str:
+    """A hex digest of named tensors (names, shapes, dtypes and values) and ``extra``."""
+    digest = hashlib.sha1(extra.encode())
+    for name, tensor in sorted(tensors.items()):
         t = tensor.detach().cpu().contiguous()
         digest.update(f"{name}:{tuple(t.shape)}:{t.dtype}".encode())
         digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     return digest.hexdigest()[:20]
+
+
+def encoder_fingerprint(dynamics) -> str:
+    """The key of what a dynamics model's normalised latents depend on: its VAE's weights, the latent mean and
+    std, the image size and the dtype. The denoiser is left out, so refitting it keeps the entries."""
+    tensors = {f"vae.{name}": t for name, t in dynamics.vae.state_dict().items()}
+    tensors |= {"latent_mean": dynamics.latent_mean, "latent_std": dynamics.latent_std}
+    return tensors_fingerprint(tensors, f"image_size={dynamics.cfg.image_size}:dtype={dynamics.dtype}")
 
 
 def file_fingerprint(path: str) -> str:

@@ -139,14 +139,22 @@ def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> di
 
 @torch.no_grad()
 def encoded_frames(
-    dynamics, episodes, ids: list[int], state_type: str, batch: int = 128, cache_dir: str | None = None
+    dynamics,
+    episodes,
+    ids: list[int],
+    state_type: str,
+    batch: int = 128,
+    cache_dir: str | None = None,
+    cache_key: str | None = None,
 ) -> dict:
     """Every frame of the episodes ``ids`` as the dynamics model's normalised VAE latents (on the CPU, beside the
-    states), with its state; with ``cache_dir`` (``render.latent_cache``) each episode's latents are read from there when stored."""
+    states), with its state; with ``cache_dir`` (``render.latent_cache``) each episode's latents are read from there
+    when stored under ``cache_key`` (default: ``encoder_fingerprint(dynamics)``; pass it to hash the VAE once)."""
     from policy_and_value.envs.metaworld_tasks import select_state
-    from world_models.latent_cache import cached_latents, model_fingerprint
+    from world_models.latent_cache import cached_latents, encoder_fingerprint
 
-    model_key = model_fingerprint(dynamics) if cache_dir else ""
+    if cache_dir and cache_key is None:
+        cache_key = encoder_fingerprint(dynamics)
     latents, states, prompts, frames = [], [], [], []
     for i in ids:
         images = torch.from_numpy(episodes.read(i, "images"))
@@ -156,7 +164,7 @@ def encoded_frames(
 
         if cache_dir:
             file = os.path.join(episodes.root, episodes.entries[i]["file"])
-            latents.append(cached_latents(cache_dir, model_key, file, encode))
+            latents.append(cached_latents(cache_dir, cache_key, file, encode))
         else:
             latents.append(encode())
         states.append(torch.from_numpy(select_state(episodes.read(i, "state"), state_type).astype("float32")))
@@ -185,10 +193,13 @@ def train_renderer(model, dynamics, episodes, train_ids, held_ids, job: StateMod
         raise SystemExit(
             f"init_model_dir={job.init_model_dir} has no renderer; train a new state model to add one"
         )
+    from world_models.latent_cache import encoder_fingerprint
+
     start = time.time()
-    data = encoded_frames(
-        dynamics, episodes, train_ids, job.data.state_type, cache_dir=job.render.latent_cache
-    )
+    cache = {"cache_dir": job.render.latent_cache}
+    if job.render.latent_cache:
+        cache["cache_key"] = encoder_fingerprint(dynamics)  # once for the train and held-out frames
+    data = encoded_frames(dynamics, episodes, train_ids, job.data.state_type, **cache)
     tasks = model.task_one_hot(data["prompts"])
     log(f"renderer: {len(tasks)} frames encoded ({time.time() - start:.0f} s)")
     params = list(model.renderer.parameters())
@@ -209,9 +220,7 @@ def train_renderer(model, dynamics, episodes, train_ids, held_ids, job: StateMod
     model.eval()
     if held_ids:
         with torch.no_grad():
-            held = encoded_frames(
-                dynamics, episodes, held_ids, job.data.state_type, cache_dir=job.render.latent_cache
-            )
+            held = encoded_frames(dynamics, episodes, held_ids, job.data.state_type, **cache)
             pick = torch.randperm(len(held["states"]), generator=torch.Generator().manual_seed(0))[:256]
             rendered = dynamics.decode(
                 model.render_latents(

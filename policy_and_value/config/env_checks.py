@@ -163,6 +163,11 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
     if env.reward_model_ckpt is not None and not os.path.isfile(env.reward_model_ckpt):
         raise config_error(f"{prefix}.reward_model_ckpt", env.reward_model_ckpt, "no such file")
     _check_state_model(env, prefix)
+    if env.reward_uncertainty_penalty and env.reward_mode != "state_reward":
+        raise config_error(
+            f"{prefix}.reward_uncertainty_penalty", env.reward_uncertainty_penalty,
+            f"is used only with {prefix}.reward_mode=state_reward (the state model's reward heads)",
+        )  # fmt: skip
     if env.reward_mode == "state_reward" and env.chunk_reward:
         raise config_error(
             f"{prefix}.reward_mode", env.reward_mode, f"is used only with {prefix}.chunk_reward=false"

@@ -197,6 +197,9 @@ class EnvConfig(Strict):
     # disagreement (MOPO), and imagined episodes truncated once the disagreement exceeds uncertainty_halt
     uncertainty_penalty: float = Field(0.0, ge=0.0)
     uncertainty_halt: float | None = Field(None, gt=0.0)
+    # with reward_mode state_reward: each reward is the members' mean reward head less this x their std (a
+    # pessimistic reward where the heads disagree, against the policy exploiting one head's errors)
+    reward_uncertainty_penalty: float = Field(0.0, ge=0.0)
     visualize_wm_pred: bool = False
     # several env groups in one env (e.g. the world model and Meta-World): each item has a ``name``, its
     # share ``num_envs`` (the shares add up to num_envs) and any keys that differ from this config's

@@ -168,7 +168,7 @@ def test_renderer_trains_against_a_dynamics_models_vae(rule_episodes, tmp_path, 
     assert torch.equal(tuned.delta_std, model.delta_std)
 
 
-def test_latent_cache_encodes_each_episode_once_per_dynamics_model(rule_episodes, tmp_path, monkeypatch):
+def test_latent_cache_encodes_each_episode_once_per_vae(rule_episodes, tmp_path, monkeypatch):
     from world_models.train_state_model import encoded_frames
 
     dyn, episodes, cache = tiny_dynamics(), EpisodeDataset(rule_episodes), str(tmp_path / "cache")
@@ -181,6 +181,10 @@ def test_latent_cache_encodes_each_episode_once_per_dynamics_model(rule_episodes
     calls.clear()
     again = encoded_frames(dyn, episodes, [0, 1, 2], "full", cache_dir=cache)  # read back, nothing encoded
     assert not calls and torch.equal(again["latents"], plain["latents"])
+    with torch.no_grad():  # a changed denoiser leaves the latents and the entries as they are
+        next(p for name, p in dyn.named_parameters() if not name.startswith("vae.")).add_(0.1)
+    kept = encoded_frames(dyn, episodes, [0, 1, 2], "full", cache_dir=cache)
+    assert not calls and torch.equal(kept["latents"], plain["latents"])
     with torch.no_grad():  # another VAE: its own entries, never the old ones
         next(dyn.vae.parameters()).add_(0.1)
     changed = encoded_frames(dyn, episodes, [0], "full", cache_dir=cache)
@@ -349,6 +353,17 @@ def test_state_reward_mode_pays_the_reward_heads_value_of_every_action(episodes,
     path = model.rollout_chunk(start["state"][None].expand(3, -1, -1), _actions(3), env._tasks_one_hot)
     expected = 2.0 * model.reward_values(path, env._tasks_one_hot).mean(0)
     assert rewards.shape == (3, 4) and torch.allclose(rewards, expected, atol=1e-5) and not terminated.any()
+    # reward_uncertainty_penalty: the members' mean less the penalty x their spread, where the heads disagree
+    doubtful = make_env(cfg.model_copy(update={"reward_uncertainty_penalty": 0.5}), 3, seed=0)
+    doubtful.reset()
+    _, pessimistic, _, _, _ = doubtful.chunk_step(_actions(3))
+    values = model.reward_values(path, env._tasks_one_hot)
+    spread = values.std(0, correction=0)
+    assert (spread > 0).all() and torch.allclose(pessimistic, expected - spread, atol=1e-5)
+    on_start = model.reward_values(start["state"][None].expand(3, -1, -1), env._tasks_one_hot)
+    assert torch.allclose(
+        env.reward_spread_of_states(start["state"]), on_start.std(0, correction=0), atol=1e-6
+    )
     # without ignore_terminations an episode that succeeds at its first frame earns nothing after it
     ending = make_env(
         cfg.model_copy(update={"ignore_terminations": False, "success_threshold": 1e-6}), 3, seed=0
@@ -372,6 +387,11 @@ def test_state_reward_mode_needs_a_model_with_a_reward_head(episodes, model_dirs
     with pytest.raises(ConfigError, match=r"env.train.reward_mode='state_reward': .* has no reward head"):
         load_config("ppo_metaworld", [*keys, f"env.train.state_model_config={plain}",
                                       "env.train.reward_mode=state_reward", "env.train.chunk_reward=false"])  # fmt: skip
+    with pytest.raises(
+        ConfigError, match=r"reward_uncertainty_penalty=0.5: is used only with .*reward_mode=state_reward"
+    ):
+        load_config("ppo_metaworld", [*keys, f"env.train.state_model_config={plain}",
+                                      "env.train.reward_uncertainty_penalty=0.5"])  # fmt: skip
 
 
 def test_a_state_scored_env_needs_no_reward_model(episodes, model_dirs, state_model_dirs):
