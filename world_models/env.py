@@ -125,6 +125,7 @@ class WorldModelEnv(BatchedEnv):
         self._start_offset = np.zeros((num_envs, *latent), np.float32)
         self._steps = np.zeros(num_envs, np.int64)
         self._return = np.zeros(num_envs, np.float32)
+        self._reward_spread = np.zeros(num_envs, np.float32)  # sum over the episode of the heads' spread
         self._success = np.zeros(num_envs, bool)
         self._episode_ids = np.zeros(num_envs, np.int64)
         self._frame = np.zeros(num_envs, np.int64)  # index in the reset episode of the current frame
@@ -164,13 +165,20 @@ class WorldModelEnv(BatchedEnv):
         return self.state_model.success_prob(states.to(self.device), self._tasks_one_hot).cpu()
 
     @torch.no_grad()
-    def _rewards_of_states(self, states: torch.Tensor) -> torch.Tensor:
-        """The members' mean reward-head value of member states [K, N, ..., S], less
-        ``reward_uncertainty_penalty`` x the members' spread (std) of it -> [N, ...]."""
-        values = self.state_model.reward_values(states.to(self.device), self._tasks_one_hot).cpu()
+    def _reward_members(self, states: torch.Tensor) -> torch.Tensor:
+        """Each member's reward-head value of member states [K, N, ..., S] -> [K, N, ...]."""
+        return self.state_model.reward_values(states.to(self.device), self._tasks_one_hot).cpu()
+
+    def _pessimistic(self, values: torch.Tensor) -> torch.Tensor:
+        """The members' mean of per-member rewards [K, N, ...], less ``reward_uncertainty_penalty`` x their
+        spread (std) -> [N, ...]."""
         if not self.cfg.reward_uncertainty_penalty:
             return values.mean(0)
         return values.mean(0) - self.cfg.reward_uncertainty_penalty * values.std(0, correction=0)
+
+    def _rewards_of_states(self, states: torch.Tensor) -> torch.Tensor:
+        """The reward imagination pays for member states [K, N, ..., S] -> [N, ...]."""
+        return self._pessimistic(self._reward_members(states))
 
     @torch.no_grad()
     def _render_latents(self, states: torch.Tensor, ids: np.ndarray | None = None) -> torch.Tensor:
@@ -236,6 +244,7 @@ class WorldModelEnv(BatchedEnv):
             self._start_offset[ids] = (start - rendered).numpy()
         self._steps[ids] = 0
         self._return[ids] = 0.0
+        self._reward_spread[ids] = 0.0
         self._success[ids] = False
         if self.cfg.outcome_source == "state":
             self._progress[ids] = self._scores_of_states(torch.from_numpy(self._members))[ids].numpy()
@@ -279,7 +288,7 @@ class WorldModelEnv(BatchedEnv):
         n, c = self.num_envs, self.chunk
         actions = actions.reshape(n, c, self.action_dim).float().clamp(-1, 1)
         real = self._track_replay(actions)
-        path, uncertainty = None, torch.zeros(n)
+        path, uncertainty, spread = None, torch.zeros(n), torch.zeros(n, c)
         if self.state_model is not None:
             path = self.state_model.rollout_chunk(
                 torch.from_numpy(self._members).to(self.device), actions.to(self.device), self._tasks_one_hot
@@ -316,10 +325,12 @@ class WorldModelEnv(BatchedEnv):
         )
         mode = "chunk_reward" if self.cfg.chunk_reward else self.cfg.reward_mode
         if mode == "state_reward":  # every action's shaped reward, read off the state it led to
-            rewards = self._rewards_of_states(path) * self.cfg.reward_coef  # [N, C]
+            values = self._reward_members(path) * self.cfg.reward_coef  # [K, N, C]
+            rewards, spread = self._pessimistic(values), values.std(0, correction=0)  # [N, C]
             if not self.cfg.ignore_terminations:  # nothing after the action that ends the first success frame
                 last = torch.tensor([*ends, c - 1])[first_hit]
-                rewards = torch.where(torch.arange(c) <= last[:, None], rewards, torch.zeros(()))
+                paid = torch.arange(c) <= last[:, None]
+                rewards, spread = rewards * paid, spread * paid
         else:
             if mode == "success":  # the outcome alone: reward_coef on the first frame over the threshold
                 frame_rewards = (
@@ -341,6 +352,7 @@ class WorldModelEnv(BatchedEnv):
         self._success |= success_now
         self._steps += c
         self._return += rewards.sum(1).numpy()
+        self._reward_spread += (spread * self.cfg.reward_scale).sum(1).numpy()
         terminated = torch.from_numpy(success_now & (not self.cfg.ignore_terminations))
         halted = (
             uncertainty > self.cfg.uncertainty_halt
@@ -369,6 +381,10 @@ class WorldModelEnv(BatchedEnv):
                 "episode_len": torch.as_tensor(self._steps[ids]),
                 "halted": halted[ids].float(),
             }
+            if mode == "state_reward":  # the heads' spread per action, in the reward's units
+                info["episode"]["reward_spread"] = torch.as_tensor(
+                    (self._reward_spread[ids] / self._steps[ids]).astype(np.float32)
+                )
             if self.video is not None:
                 for i in ids:
                     self.video.finish(int(i))
@@ -423,6 +439,7 @@ class WorldModelEnv(BatchedEnv):
             "start_offset": self._start_offset.copy(),
             "progress": self._progress.copy(),
             "steps": self._steps.copy(), "return": self._return.copy(), "success": self._success.copy(),
+            "reward_spread": self._reward_spread.copy(),
             "episode_ids": self._episode_ids.copy(), "frame": self._frame.copy(),
             "replaying": self._replaying.copy(), "rng": self._rng.bit_generator.state, "gen": self._gen.get_state(),
         }  # fmt: skip
@@ -433,6 +450,7 @@ class WorldModelEnv(BatchedEnv):
         self._start_offset = state.get("start_offset", self._start_offset).copy()
         self._progress, self._steps = state["progress"].copy(), state["steps"].copy()
         self._return, self._success = state["return"].copy(), state["success"].copy()
+        self._reward_spread = state.get("reward_spread", self._reward_spread).copy()  # runs saved before it
         self._episode_ids = state["episode_ids"].copy()
         self._frame, self._replaying = state["frame"].copy(), state["replaying"].copy()
         self._rng.bit_generator.state = state["rng"]

@@ -56,8 +56,12 @@ class EpisodeStats:
             self.episodes["episode_len"].append(float(ep["episode_len"][j]))
             self.episodes[f"{task}/success_once"].append(success)
             self.episodes[f"{task}/return"].append(float(ep["return"][j]))
-            if "halted" in ep:  # imagined episodes stopped by the state model's disagreement
-                self.episodes["halted"].append(float(ep["halted"][j]))
+            for key in (
+                "halted",
+                "reward_spread",
+            ):  # imagined episodes: stopped by the members' disagreement,
+                if key in ep:  # and the reward heads' spread per action (reward_mode state_reward)
+                    self.episodes[key].append(float(ep[key][j]))
             if groups is not None and "group_id" in ep:
                 group = groups[int(ep["group_id"][j])]
                 self.episodes[f"{group}/success_once"].append(success)

@@ -354,12 +354,18 @@ def test_state_reward_mode_pays_the_reward_heads_value_of_every_action(episodes,
     expected = 2.0 * model.reward_values(path, env._tasks_one_hot).mean(0)
     assert rewards.shape == (3, 4) and torch.allclose(rewards, expected, atol=1e-5) and not terminated.any()
     # reward_uncertainty_penalty: the members' mean less the penalty x their spread, where the heads disagree
-    doubtful = make_env(cfg.model_copy(update={"reward_uncertainty_penalty": 0.5}), 3, seed=0)
+    doubtful = make_env(
+        cfg.model_copy(update={"reward_uncertainty_penalty": 0.5, "max_episode_steps": 4}), 3, seed=0
+    )
     doubtful.reset()
-    _, pessimistic, _, _, _ = doubtful.chunk_step(_actions(3))
+    _, pessimistic, _, truncated, info = doubtful.chunk_step(_actions(3))
     values = model.reward_values(path, env._tasks_one_hot)
     spread = values.std(0, correction=0)
     assert (spread > 0).all() and torch.allclose(pessimistic, expected - spread, atol=1e-5)
+    # the episode reports the heads' spread per action, in the reward's units (x reward_coef)
+    assert truncated.all() and torch.allclose(
+        info["episode"]["reward_spread"], 2.0 * spread.mean(1), atol=1e-5
+    )
     on_start = model.reward_values(start["state"][None].expand(3, -1, -1), env._tasks_one_hot)
     assert torch.allclose(
         env.reward_spread_of_states(start["state"]), on_start.std(0, correction=0), atol=1e-6
