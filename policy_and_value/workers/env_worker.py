@@ -56,11 +56,10 @@ class EpisodeStats:
             self.episodes["episode_len"].append(float(ep["episode_len"][j]))
             self.episodes[f"{task}/success_once"].append(success)
             self.episodes[f"{task}/return"].append(float(ep["return"][j]))
-            for key in (
-                "halted",
-                "reward_spread",
-            ):  # imagined episodes: stopped by the members' disagreement,
-                if key in ep:  # and the reward heads' spread per action (reward_mode state_reward)
+            # imagined episodes: stopped by the members' disagreement (uncertainty_halt), and the reward heads'
+            # spread per action (reward_mode state_reward)
+            for key in ("halted", "reward_spread"):
+                if key in ep:
                     self.episodes[key].append(float(ep[key][j]))
             if groups is not None and "group_id" in ep:
                 group = groups[int(ep["group_id"][j])]
