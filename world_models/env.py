@@ -169,16 +169,15 @@ class WorldModelEnv(BatchedEnv):
         """Each member's reward-head value of member states [K, N, ..., S] -> [K, N, ...]."""
         return self.state_model.reward_values(states.to(self.device), self._tasks_one_hot).cpu()
 
-    def _pessimistic(self, values: torch.Tensor) -> torch.Tensor:
-        """The members' mean of per-member rewards [K, N, ...], less ``reward_uncertainty_penalty`` x their
-        spread (std) -> [N, ...]."""
-        if not self.cfg.reward_uncertainty_penalty:
-            return values.mean(0)
-        return values.mean(0) - self.cfg.reward_uncertainty_penalty * values.std(0, correction=0)
+    def _pessimistic(self, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-member rewards [K, N, ...] -> (their mean less ``reward_uncertainty_penalty`` x their spread,
+        the spread (std)), both [N, ...]."""
+        spread = values.std(0, correction=0)
+        return values.mean(0) - self.cfg.reward_uncertainty_penalty * spread, spread
 
     def _rewards_of_states(self, states: torch.Tensor) -> torch.Tensor:
         """The reward imagination pays for member states [K, N, ..., S] -> [N, ...]."""
-        return self._pessimistic(self._reward_members(states))
+        return self._pessimistic(self._reward_members(states))[0]
 
     @torch.no_grad()
     def _render_latents(self, states: torch.Tensor, ids: np.ndarray | None = None) -> torch.Tensor:
@@ -218,8 +217,7 @@ class WorldModelEnv(BatchedEnv):
         """How far the members' reward heads disagree (std) on given states [N, S] -> [N]: the doubt
         ``reward_uncertainty_penalty`` charges for."""
         k = self.state_model.cfg.ensemble_size
-        members = states.float()[None].expand(k, -1, -1).to(self.device)
-        return self.state_model.reward_values(members, self._tasks_one_hot).std(0, correction=0).cpu()
+        return self._pessimistic(self._reward_members(states.float()[None].expand(k, -1, -1)))[1]
 
     # ------------------------------------------------------------------ contract
     @torch.no_grad()
@@ -326,7 +324,7 @@ class WorldModelEnv(BatchedEnv):
         mode = "chunk_reward" if self.cfg.chunk_reward else self.cfg.reward_mode
         if mode == "state_reward":  # every action's shaped reward, read off the state it led to
             values = self._reward_members(path) * self.cfg.reward_coef  # [K, N, C]
-            rewards, spread = self._pessimistic(values), values.std(0, correction=0)  # [N, C]
+            rewards, spread = self._pessimistic(values)  # [N, C] each
             if not self.cfg.ignore_terminations:  # nothing after the action that ends the first success frame
                 last = torch.tensor([*ends, c - 1])[first_hit]
                 paid = torch.arange(c) <= last[:, None]
