@@ -49,6 +49,8 @@ import argparse
 import os
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -63,6 +65,28 @@ STATE_ARM = "success classifier, real states"  # with a state model (env.train.s
 # with a state model that has a reward head: its reward on the real states at chunk ends (x the chunk), and
 # Meta-World's own reward of each chunk's last action (x the chunk): what sampling at chunk ends loses
 HEAD_ARMS = ["reward head, real states at chunk ends", "Meta-World reward at chunk ends"]
+
+StateProbe = Callable[[torch.Tensor], torch.Tensor]  # observed states (num_envs, ...) -> one number per env
+
+
+@dataclass(frozen=True)
+class StateProbes:
+    """What the world-model env's state model reads from observed states, each None where it has no such
+    part: its success classifier's score, its reward heads' mean reward and their spread."""
+
+    score: StateProbe | None = None
+    reward: StateProbe | None = None
+    spread: StateProbe | None = None
+
+    @classmethod
+    def of(cls, wm_env) -> StateProbes:
+        """The probes ``wm_env``'s state model offers: none without one, no reward ones without reward heads."""
+        model = wm_env.state_model
+        if model is None:
+            return cls()
+        if not model.cfg.reward_head:
+            return cls(score=wm_env.score_states)
+        return cls(wm_env.score_states, wm_env.reward_of_states, wm_env.reward_spread_of_states)
 
 
 def spearman_or_zero(a: np.ndarray, b: np.ndarray) -> float:
@@ -99,18 +123,16 @@ def play(
     steps: int,
     scorer,
     start: torch.Tensor | None = None,
-    state_scorer=None,
-    state_rewarder=None,
-    state_spreader=None,
+    probes: StateProbes | None = None,
 ) -> dict[str, Any]:
     """Play one episode per env from ``obs`` (the envs were just reset): ``act(k, obs)`` gives chunk k.
     Per env: success, return, the score of the start (``start``: the env's own, else the reward model's
     of the start frame), the highest and the last score while alive (the env's own ``info['scores']``
-    where it has them, else ``scorer`` on the observed frames), the highest ``state_scorer`` score of the
-    observed states (when given), the return ``state_rewarder`` gives the chunk-end states and the
-    return of each chunk's last reward (both x the chunk), the sum of ``state_spreader`` (the reward heads'
-    spread) over the chunk-end states x the chunk, the state model's disagreement at the end, and the actions
-    taken."""
+    where it has them, else ``scorer`` on the observed frames), the ``probes``' readings of the observed
+    states where it has them (the highest success score; the reward heads' return of the chunk-end states and
+    the sum of their spread there, both x the chunk), the return of each chunk's last reward x the chunk, the
+    state model's disagreement at the end, and the actions taken."""
+    probes = probes or StateProbes()
     n, first = env.num_envs, obs["images"]
     alive, success = np.ones(n, bool), np.zeros(n, bool)
     ret, head_ret, end_ret = np.zeros(n, np.float32), np.zeros(n, np.float32), np.zeros(n, np.float32)
@@ -119,7 +141,7 @@ def play(
     start_frame = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy() if scorer else zeros
     begin = start_frame if start is None else start.numpy()
     best, last = begin.copy(), begin.copy()
-    best_state = state_scorer(obs["state"]).numpy() if state_scorer else np.zeros(n, np.float32)
+    best_state = probes.score(obs["state"]).numpy() if probes.score else np.zeros(n, np.float32)
     disagreement = np.zeros(n, np.float32)
     actions = []
     for k in range(-(-steps // env.chunk)):
@@ -132,15 +154,15 @@ def play(
             scores = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy() if scorer else zeros
         ret += np.where(alive, rewards.sum(1).numpy(), 0.0)
         end_ret += np.where(alive, rewards[:, -1].numpy() * env.chunk, 0.0)
-        if state_rewarder:
-            head_ret += np.where(alive, state_rewarder(obs["state"]).numpy() * env.chunk, 0.0)
-        if state_spreader:
-            head_spread += np.where(alive, state_spreader(obs["state"]).numpy() * env.chunk, 0.0)
+        if probes.reward:
+            head_ret += np.where(alive, probes.reward(obs["state"]).numpy() * env.chunk, 0.0)
+        if probes.spread:
+            head_spread += np.where(alive, probes.spread(obs["state"]).numpy() * env.chunk, 0.0)
         best = np.where(alive, np.maximum(best, scores), best)
         last = np.where(alive, scores, last)
-        if state_scorer:
+        if probes.score:
             best_state = np.where(
-                alive, np.maximum(best_state, state_scorer(obs["state"]).numpy()), best_state
+                alive, np.maximum(best_state, probes.score(obs["state"]).numpy()), best_state
             )
         if "uncertainty" in info:
             disagreement = np.where(alive, info["uncertainty"].numpy(), disagreement)
@@ -195,14 +217,8 @@ def play_round(
 
     obs, _ = real_env.reset(reset_state_ids=torch.as_tensor(layouts))
     torch.manual_seed(seed)
-    state_scorer = wm_env.score_states if wm_env.state_model is not None else None
-    headed = wm_env.state_model is not None and wm_env.state_model.cfg.reward_head
-    state_rewarder = wm_env.reward_of_states if headed else None
-    state_spreader = wm_env.reward_spread_of_states if headed else None
-    real = play(
-        real_env, obs, sampled, steps, scorer, state_scorer=state_scorer, state_rewarder=state_rewarder,
-        state_spreader=state_spreader,
-    )  # fmt: skip
+    probes = StateProbes.of(wm_env)
+    real = play(real_env, obs, sampled, steps, scorer, probes=probes)
     torch.manual_seed(seed)  # the same policy noise draws as in Meta-World
     imagined = imagine(sampled)
     taken = real["actions"]
@@ -218,10 +234,10 @@ def play_round(
         arms["reward model, real frames"] = {
             "return": real["last_score"], "max_score": real["max_score"], "success": real["max_score"] >= threshold,
         }  # fmt: skip
-    if state_scorer is not None:
+    if probes.score is not None:
         best = real["max_state_score"]
         arms[STATE_ARM] = {"return": best, "max_score": best, "success": best >= threshold}
-    if state_rewarder is not None:  # returns only: these arms score no success of their own
+    if probes.reward is not None:  # returns only: these arms score no success of their own
         for arm, key in zip(HEAD_ARMS, ("head_return", "chunk_end_return"), strict=True):
             arms[arm] = {"return": real[key], "max_score": real[key]}
         arms[HEAD_ARMS[0]]["head_spread"] = real["head_spread"]
