@@ -75,7 +75,6 @@ def test_actor_ranks_span_a_head_and_a_second_node(tmp_path):
     for ranks in (placement["env"], placement["rollout"], actors):  # each rank on the machine its slot names
         assert [r["node_id"] for r in ranks] == [placement["nodes"][r["node"]] for r in ranks]
     assert [e["node"] for e in placement["env"]] == [0, 1]
-    assert placement["env"][0]["node_id"] == placement["nodes"][0]  # the head is node 0
     assert "worldrl run finished: 2 steps" in (tmp_path / "head.log").read_text()
     metrics = (tmp_path / "ppo_gym_cartpole" / "metrics.jsonl").read_text()
     rows = [json.loads(line) for line in metrics.splitlines()]
