@@ -169,10 +169,15 @@ class WorldModelEnv(BatchedEnv):
         """Each member's reward-head value of member states [K, N, ..., S] -> [K, N, ...]."""
         return self.state_model.reward_values(states.to(self.device), self._tasks_one_hot).cpu()
 
+    @staticmethod
+    def _spread(values: torch.Tensor) -> torch.Tensor:
+        """How far the members disagree: the std of per-member values [K, N, ...] -> [N, ...]."""
+        return values.std(0, correction=0)
+
     def _pessimistic(self, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-member rewards [K, N, ...] -> (their mean less ``reward_uncertainty_penalty`` x their spread,
-        the spread (std)), both [N, ...]."""
-        spread = values.std(0, correction=0)
+        the spread), both [N, ...]."""
+        spread = self._spread(values)
         return values.mean(0) - self.cfg.reward_uncertainty_penalty * spread, spread
 
     def _rewards_of_states(self, states: torch.Tensor) -> torch.Tensor:
@@ -201,23 +206,24 @@ class WorldModelEnv(BatchedEnv):
             .cpu()
         )
 
+    def _as_members(self, states: torch.Tensor) -> torch.Tensor:
+        """Given states [N, S] (e.g. a simulator's) as every member's [K, N, S], for the member-wise heads."""
+        return states.float()[None].expand(self.state_model.cfg.ensemble_size, -1, -1)
+
     def score_states(self, states: torch.Tensor) -> torch.Tensor:
         """The state model's success probability of given states [N, S] (e.g. a simulator's) -> [N]."""
-        k = self.state_model.cfg.ensemble_size
-        return self._scores_of_states(states.float()[None].expand(k, -1, -1))
+        return self._scores_of_states(self._as_members(states))
 
     def reward_of_states(self, states: torch.Tensor) -> torch.Tensor:
         """The reward head's value of given states [N, S] (e.g. a simulator's) as imagination rewards them
         (members' mean, less the penalty on their spread) -> [N]."""
-        k = self.state_model.cfg.ensemble_size
-        return self._rewards_of_states(states.float()[None].expand(k, -1, -1))
+        return self._rewards_of_states(self._as_members(states))
 
     @torch.no_grad()
     def reward_spread_of_states(self, states: torch.Tensor) -> torch.Tensor:
         """How far the members' reward heads disagree (std) on given states [N, S] -> [N]: the doubt
         ``reward_uncertainty_penalty`` charges for."""
-        k = self.state_model.cfg.ensemble_size
-        return self._pessimistic(self._reward_members(states.float()[None].expand(k, -1, -1)))[1]
+        return self._spread(self._reward_members(self._as_members(states)))
 
     # ------------------------------------------------------------------ contract
     @torch.no_grad()
