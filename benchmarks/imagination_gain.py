@@ -8,7 +8,11 @@ For each seed: the imitation policy (``rollout.model_dir`` of the config) is eva
 then the config's job trains it for ``--steps`` steps in the world-model env (pure imagination: zero
 real-env steps) and the result is evaluated on the same layouts; then, unless ``--no-real-ppo``, the
 same job with Meta-World as the training env (same envs, chunks and batch sizes, hence the same number
-of policy updates) is trained and evaluated. ``--controls`` runs the world-model job again per control,
+of policy updates, the world model's hallucination filters reset) is trained and evaluated; a recipe
+that sets ``env.train.env_type`` in its own body (``rl_metaworld_outcome_wm`` and those built on it) would
+keep training in imagination there, so it stops before any work and asks for ``--no-real-ppo`` (run its
+Meta-World recipe as ``--config`` instead). Every run's config is built and validated for every seed
+before the first one trains. ``--controls`` runs the world-model job again per control,
 to tell what the imagined advantages add over the rest of the update (offline anchor, self-imitation):
 ``withhold`` (IL only: ``algorithm.advantage_dropout=1``, every imagined chunk is imitated without an
 advantage bin), ``shuffle`` (``algorithm.shuffle_advantages=true``: the same advantages handed to
@@ -51,6 +55,10 @@ CONTROLS = {  # overrides of each control arm ({chunk}: env.train.num_action_chu
     "reverse": ["algorithm.reverse_advantages=true"],
     "recorded": ["algorithm.shuffle_advantages=true", "env.train.max_episode_steps={chunk}"],
 }
+REAL_ARM = [  # Meta-World as the training env; the world model's hallucination filters do not apply there
+    "env@env.train=metaworld_3tasks", "env.train.uncertainty_penalty=0", "env.train.uncertainty_halt=null",
+    "env.train.reward_uncertainty_penalty=0",
+]  # fmt: skip
 
 
 def reuse_or_run(path: str, key: dict[str, Any], run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -86,6 +94,19 @@ def run_config(config: str, job: list[str], out: str, name: str):
     return load_config(
         config, [*job, f"runner.logger.log_path={out}", f"runner.logger.experiment_name={name}"]
     )
+
+
+def check_real_arm(cfg, config: str) -> None:
+    """Stop before any work when the real-simulator arm would still train in the world model (a recipe
+    that sets ``env.train.env_type: world_model`` in its own body keeps it after the env group swap)."""
+    from policy_and_value.config.env_checks import env_groups
+
+    envs = [g for _, g in env_groups(cfg.env.train)] or [cfg.env.train]
+    if any(e.env_type == "world_model" for e in envs):
+        raise SystemExit(
+            f"--config {config}: its real-simulator arm would still train in the world model (the recipe "
+            "sets env.train.env_type itself); add --no-real-ppo and run its Meta-World recipe with --config"
+        )
 
 
 def run_key(cfg, episodes: int, seed: int) -> dict[str, Any]:
@@ -190,9 +211,29 @@ def main() -> None:
     cost: dict[str, list[tuple[int, float]]] = {a: [] for a in arms}
     curves: dict[str, list[dict[str, dict[str, float]]]] = {a: [] for a in arms}
 
-    def run_arm(arm: str, name: str, job: list[str], seed: int, eval_cfg) -> None:
-        """Train ``job`` as run ``name`` and evaluate it, or reuse the record of the same run."""
-        cfg = run_config(args.config, job, args.out, name)
+    def planned_runs(seed: int) -> tuple[Any, list[tuple[str, str, Any]]]:
+        """The config of ``seed``'s imitation start and (arm, run name, validated config) of each of its
+        runs, the config's own arm first: built for every seed before any work, so a bad override stops
+        the benchmark at once instead of after the first arms have trained."""
+        job = [*common, f"runner.seed={seed}"]
+        cfg = load_config(args.config, job)
+        if "withhold" in args.controls and cfg.algorithm.train_mode != "IL":
+            raise SystemExit("--controls withhold drops IL's advantage bins: add algorithm.train_mode=IL")
+        chunk = cfg.env.train.num_action_chunks
+        jobs = [(main_arm, f"wm_seed{seed}", job)]
+        jobs += [
+            (f"control: {c}", f"{c}_seed{seed}", [*job, *(o.format(chunk=chunk) for o in CONTROLS[c])])
+            for c in args.controls
+        ]
+        if not args.no_real_ppo:  # same envs, chunks, batches; real episodes
+            jobs.append(("real simulator", f"real_seed{seed}", [*job, *REAL_ARM]))
+        planned = [(arm, name, run_config(args.config, j, args.out, name)) for arm, name, j in jobs]
+        if not args.no_real_ppo:
+            check_real_arm(planned[-1][2], args.config)
+        return cfg, planned
+
+    def run_arm(arm: str, name: str, cfg, seed: int, eval_cfg) -> None:
+        """Train ``cfg`` as run ``name`` and evaluate it, or reuse the record of the same run."""
 
         def run() -> dict[str, Any]:
             saved, wall, steps_at = train(cfg)
@@ -214,11 +255,8 @@ def main() -> None:
         cost[arm].append((record["real_env_steps"], record["wall_s"]))
         print(f"seed {seed} {arm}: {record['success']} ({record['wall_s']:.0f} s)", flush=True)
 
-    for seed in args.seeds:
-        job = [*common, f"runner.seed={seed}"]
-        cfg = load_config(args.config, job)
-        if "withhold" in args.controls and cfg.algorithm.train_mode != "IL":
-            raise SystemExit("--controls withhold drops IL's advantage bins: add algorithm.train_mode=IL")
+    plans = {seed: planned_runs(seed) for seed in args.seeds}
+    for seed, (cfg, planned) in plans.items():
         key = imitation_key(cfg, args.eval_episodes, seed)
         record = reuse_or_run(
             os.path.join(args.out, f"imitation_seed{seed}", "result.json"), key,
@@ -226,12 +264,8 @@ def main() -> None:
         )  # fmt: skip
         runs["imitation"].append(record["success"])
         print(f"seed {seed} imitation: {record['success']}", flush=True)
-        run_arm(main_arm, f"wm_seed{seed}", job, seed, cfg)
-        for name in args.controls:
-            control = [o.format(chunk=cfg.env.train.num_action_chunks) for o in CONTROLS[name]]
-            run_arm(f"control: {name}", f"{name}_seed{seed}", [*job, *control], seed, cfg)
-        if not args.no_real_ppo:  # same envs, chunks, batches; real episodes
-            run_arm("real simulator", f"real_seed{seed}", [*job, "env@env.train=metaworld_3tasks"], seed, cfg)
+        for arm, name, run_cfg in planned:
+            run_arm(arm, name, run_cfg, seed, cfg)
 
     tasks = list(runs["imitation"][0])
     names = [n for n in runs if runs[n]]

@@ -141,7 +141,7 @@ def play(
     start_frame = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy() if scorer else zeros
     begin = start_frame if start is None else start.numpy()
     best, last = begin.copy(), begin.copy()
-    best_state = probes.score(obs["state"]).numpy() if probes.score else np.zeros(n, np.float32)
+    best_state = probes.score(obs["state"]).numpy() if probes.score is not None else np.zeros(n, np.float32)
     disagreement = np.zeros(n, np.float32)
     actions = []
     for k in range(-(-steps // env.chunk)):
@@ -154,13 +154,13 @@ def play(
             scores = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy() if scorer else zeros
         ret += np.where(alive, rewards.sum(1).numpy(), 0.0)
         end_ret += np.where(alive, rewards[:, -1].numpy() * env.chunk, 0.0)
-        if probes.reward:
+        if probes.reward is not None:
             head_ret += np.where(alive, probes.reward(obs["state"]).numpy() * env.chunk, 0.0)
-        if probes.spread:
+        if probes.spread is not None:
             head_spread += np.where(alive, probes.spread(obs["state"]).numpy() * env.chunk, 0.0)
         best = np.where(alive, np.maximum(best, scores), best)
         last = np.where(alive, scores, last)
-        if probes.score:
+        if probes.score is not None:
             best_state = np.where(
                 alive, np.maximum(best_state, probes.score(obs["state"]).numpy()), best_state
             )

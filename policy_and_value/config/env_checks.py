@@ -145,6 +145,23 @@ def _check_task_weights(env: EnvConfig, prefix: str) -> None:
         )  # fmt: skip
 
 
+# hallucination filtering of imagined rollouts: on a real simulator these would silently do nothing
+FILTER_KEYS = ("uncertainty_penalty", "uncertainty_halt", "reward_uncertainty_penalty")
+
+
+def _check_filters(env: EnvConfig, prefix: str, given: Any) -> None:
+    """A filter key among ``given`` (the keys this env sets itself) set on an env that is not a world model."""
+    if env.env_type == "world_model":
+        return
+    for key in FILTER_KEYS:
+        value = getattr(env, key)
+        if key in given and value != EnvConfig.model_fields[key].default:
+            raise config_error(
+                f"{prefix}.{key}", value,
+                f"filters imagined rollouts: applies to env_type world_model only, not {env.env_type}",
+            )  # fmt: skip
+
+
 def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
     """Paths of the dynamics model, reset episodes and reward model; visualisation needs chunk rewards."""
     for key, path, needed in (
@@ -289,7 +306,8 @@ def _check_env_groups(env: EnvConfig, prefix: str, ranks: dict[str, int], stages
         raise config_error(
             f"{prefix}.num_envs", env.num_envs, f"must equal the sum of the groups' num_envs ({shares})"
         )
-    for i, group in enumerate(resolved):
+    for i, group in enumerate(resolved):  # a group inherits env's filters; only its own keys are its choice
+        _check_filters(group, f"{prefix}.groups[{i}]", env.groups[i])
         _check_env(group, f"{prefix}.groups[{i}]", ranks, stages)
 
 
@@ -300,10 +318,12 @@ def check_envs(cfg: JobConfig, ranks: dict[str, int]) -> None:
     if cfg.env.train.groups:  # the groups are the envs; env.train is their common template
         _check_env_groups(cfg.env.train, "env.train", ranks, stages)
     else:
+        _check_filters(cfg.env.train, "env.train", FILTER_KEYS)
         _check_env(cfg.env.train, "env.train", ranks, stages)
     if cfg.env.eval is not None and cfg.env.eval.groups:
         raise config_error("env.eval.groups", cfg.env.eval.groups, "env groups are for training envs only")
     if cfg.env.eval is not None:
+        _check_filters(cfg.env.eval, "env.eval", FILTER_KEYS)
         _check_env(cfg.env.eval, "env.eval", ranks, stages)
         if cfg.env.eval.num_action_chunks != cfg.env.train.num_action_chunks:
             raise config_error(

@@ -15,11 +15,12 @@ from tests.benchmark_scripts import load_benchmark
 def bench(monkeypatch):
     """The benchmark module with train/evaluate replaced by recorders (no training, no simulator)."""
     module = load_benchmark("imagination_gain")
-    calls: dict[str, list] = {"train": [], "evaluate": []}
+    calls: dict[str, list] = {"train": [], "evaluate": [], "env_type": []}
 
     def train(cfg):
         name = cfg.runner.logger.experiment_name
         calls["train"].append(name)
+        calls["env_type"].append(cfg.env.train.env_type)
         every = cfg.runner.save_interval
         steps = range(every, cfg.runner.max_steps + 1, every)
         return (
@@ -84,3 +85,30 @@ def test_interrupted_run_leaves_no_record(bench, tmp_path):
     assert not Path(path).exists()
     assert bench.reuse_or_run(path, {"a": 1}, lambda: {"success": 1})["success"] == 1
     assert bench.reuse_or_run(path, {"a": 1}, crash)["success"] == 1  # reused, crash not called
+
+
+def test_the_real_arm_trains_in_meta_world(bench, monkeypatch, tmp_path):
+    argv = ["imagination_gain.py", "--config", "rl_release_grpo", "--seeds", "0", "--out", str(tmp_path)]
+    monkeypatch.setattr(sys, "argv", argv)
+    bench.main()
+    assert bench.calls["train"] == ["wm_seed0", "real_seed0"]
+    assert bench.calls["env_type"] == ["world_model", "metaworld"]
+
+
+def test_a_real_arm_that_would_still_train_in_the_world_model_stops_before_any_work(
+    bench, monkeypatch, tmp_path
+):
+    """rl_metaworld_outcome_wm sets env.train.env_type itself, so swapping the env group leaves it imagined."""
+    argv = [
+        "imagination_gain.py",
+        "--config",
+        "rl_metaworld_outcome_wm",
+        "--seeds",
+        "0",
+        "--out",
+        str(tmp_path),
+    ]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit, match="would still train in the world model.*--no-real-ppo"):
+        bench.main()
+    assert bench.calls["train"] == [] and bench.calls["evaluate"] == []

@@ -1,6 +1,6 @@
 """Bad config inputs fail before any work with one clear line naming the key, the value and what is allowed.
 
-The 99 bad inputs of ``BAD`` each do so in ``load_config`` and in the CLI (``python -m policy_and_value.train``,
+The 102 bad inputs of ``BAD`` each do so in ``load_config`` and in the CLI (``python -m policy_and_value.train``,
 what scripts/run_embodiment.sh runs), which ends with exit code 2 and that one line on stderr, before Ray starts.
 """
 
@@ -47,6 +47,21 @@ BAD = [
         ["env.train.dynamics_model_config=", "/no/such/model", "no config.json"],
     ),
     ("ppo_metaworld", ["env.train.reset_mode=middle"], ["env.train.reset_mode", "keyframe"]),
+    (
+        "ppo_metaworld",
+        ["env.train.uncertainty_halt=0.5"],
+        ["env.train.uncertainty_halt=0.5", "world_model only, not metaworld"],
+    ),
+    (
+        "ppo_metaworld",
+        ["env.eval.reward_uncertainty_penalty=2"],
+        ["env.eval.reward_uncertainty_penalty=2.0", "world_model only"],
+    ),
+    (  # a group inherits env.train's filters without error; setting one itself on a real group is one
+        "ppo_metaworld",
+        ["env.train.groups=[{name:a,num_envs:4},{name:b,num_envs:4,uncertainty_penalty:1}]"],
+        ["env.train.groups[1].uncertainty_penalty=1.0", "world_model only"],
+    ),
     (
         "ppo_metaworld",
         ["env.train.groups=[{name:a,num_envs:2}]"],
