@@ -107,3 +107,7 @@ def check_coevolution(cfg: JobConfig) -> None:
             data,
             "the episodes the state model was trained on (a dataset with index.json)",
         )
+    if cfg.runner.resume_dir:  # a checkpoint that cannot continue this log dir's rounds
+        from policy_and_value.runner.coevolution import finished_rounds
+
+        finished_rounds(cfg)

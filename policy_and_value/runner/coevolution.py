@@ -12,16 +12,22 @@ rounds of
 The real env steps of every round (the rollouts' actions; evaluation episodes are measurement and do not
 feed training) are counted, printed, logged to TensorBoard (``coevolution/*`` against the training step)
 and appended to ``<log_dir>/coevolution/rounds.jsonl`` with the round's evaluation. Each round's policy,
-episodes, merged data and models stay under ``<log_dir>/coevolution/round_<r>/``; a round that stops midway
-leaves the earlier rounds' checkpoints and models, and ``runner.resume_dir`` plus the last round's models
-continue from there. A SIGTERM stops at the next step boundary of RL (with a checkpoint, and the round's
-real rollouts and refit are skipped) or after the round it arrives in, raising ``JobStopped``.
+episodes, merged data and models stay under ``<log_dir>/coevolution/round_<r>/``.
+
+``runner.resume_dir`` (a checkpoint of this log dir) continues a co-evolution where it stopped: the rounds
+``rounds.jsonl`` records up to the checkpoint's step are kept (their real episodes, step count and last
+refitted models), a round that had not finished is redone from that checkpoint, and raising
+``coevolution.rounds`` adds rounds to a finished run. A SIGTERM stops at the next step boundary of RL (with
+a checkpoint, and the round's real rollouts and refit are skipped) or after the round it arrives in,
+raising ``JobStopped``. Without a resume_dir a co-evolution starts anew (``rounds.jsonl`` too).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 from typing import Any
 
 from policy_and_value.algorithms.lr_schedule import scheduled_optimizer_steps
@@ -49,6 +55,53 @@ def round_config(cfg: JobConfig, r: int, resume: str | None, state_model: str, d
     )
     env = cfg.env.model_copy(update={"train": train})
     return cfg.model_copy(update={"runner": runner, "env": env, "actor": actor})
+
+
+def log_dir_of(cfg: JobConfig) -> str:
+    """The job's log dir (``runner.logger.log_path/experiment_name``), absolute."""
+    return os.path.abspath(os.path.join(cfg.runner.logger.log_path, cfg.runner.logger.experiment_name))
+
+
+def checkpoint_step(checkpoint: str) -> int:
+    """The training step of a ``global_step_N`` checkpoint (its runner state where renamed)."""
+    named = re.fullmatch(r"global_step_(\d+)", os.path.basename(os.path.normpath(checkpoint)))
+    if named:
+        return int(named.group(1))
+    import torch
+
+    from policy_and_value.runner.checkpoint import RUNNER_STATE
+
+    return int(torch.load(os.path.join(checkpoint, RUNNER_STATE), weights_only=True)["global_step"])
+
+
+def finished_rounds(cfg: JobConfig) -> list[dict[str, Any]]:
+    """The rounds a co-evolution resumed from ``runner.resume_dir`` keeps: the records of
+    ``<log_dir>/coevolution/rounds.jsonl`` up to the checkpoint's step (none without a resume_dir). A
+    ``ConfigError`` when the checkpoint cannot continue them, before any work."""
+    from policy_and_value.config.errors import config_error
+
+    co, resume = cfg.coevolution, cfg.runner.resume_dir
+    if co.rounds == 0 or not resume:
+        return []
+    step, path = checkpoint_step(resume), os.path.join(log_dir_of(cfg), "coevolution", "rounds.jsonl")
+    records = []
+    if os.path.isfile(path):
+        with open(path) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+    kept = [r for r in records if r["step"] <= step][: co.rounds]
+    ends = [r["step"] for r in kept]
+    if ends != [co.steps_per_round * (i + 1) for i in range(len(kept))]:
+        raise config_error(
+            "coevolution.steps_per_round", co.steps_per_round,
+            f"the rounds in {path} end at steps {ends}: resume with the steps_per_round they were made with",
+        )  # fmt: skip
+    if step > (len(kept) + 1) * co.steps_per_round:
+        raise config_error(
+            "runner.resume_dir", resume,
+            f"step {step} is past round {len(kept) + 1}'s end and {path} records {len(kept)} finished rounds "
+            "before it: resume from a checkpoint of this co-evolution's log dir",
+        )  # fmt: skip
+    return kept
 
 
 def collect_real(cfg: JobConfig, policy_dir: str, out: str, seed: int) -> dict[str, Any]:
@@ -124,41 +177,44 @@ def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
     """Run every round; returns one record per round (also in ``<log_dir>/coevolution/rounds.jsonl``)."""
     from policy_and_value.runner.runner import run_job
     from policy_and_value.runner.stop import JobStopped, stop_on_sigterm
+    from toolkits.atomic import write_text_atomically
     from toolkits.ckpt_convertor.export_policy import export_policy
     from toolkits.episodes.merge import merge_datasets
 
-    co, logger_cfg = cfg.coevolution, cfg.runner.logger
-    log_dir = os.path.abspath(os.path.join(logger_cfg.log_path, logger_cfg.experiment_name))
+    co, log_dir = cfg.coevolution, log_dir_of(cfg)
     root = os.path.join(log_dir, "coevolution")
     os.makedirs(root, exist_ok=True)
+    records = finished_rounds(cfg)
+    write_text_atomically(os.path.join(root, "rounds.jsonl"), "".join(json.dumps(r) + "\n" for r in records))
     state_model, dynamics = cfg.env.train.state_model_config, cfg.env.train.dynamics_model_config
-    datasets, resume, total, records = [co.state_model_data], cfg.runner.resume_dir, 0, []
+    if records:  # resumed: the last finished round's models, every finished round's real episodes
+        state_model, dynamics = records[-1]["state_model"], records[-1]["dynamics_model"]
+    datasets = [
+        co.state_model_data,
+        *(os.path.join(root, f"round_{r['round']}", "episodes") for r in records),
+    ]
+    resume, total = cfg.runner.resume_dir, records[-1]["real_env_steps_total"] if records else 0
     with stop_on_sigterm() as stop:
-        try:
-            for r in range(co.rounds):
-                here = os.path.join(root, f"round_{r + 1}")
-                runner = run_job(round_config(cfg, r, resume, state_model, dynamics))
-                resume = runner.saved[-1]
-                policy = str(export_policy(resume, os.path.join(here, "policy")))
-                real = collect_real(
-                    cfg, policy, os.path.join(here, "episodes"), seed=cfg.runner.seed * 1000 + r
-                )
-                datasets.append(os.path.join(here, "episodes"))
-                merged = os.path.join(here, "data")
-                if not os.path.isdir(merged):
-                    merge_datasets(datasets, merged)
-                state_model, dynamics = refit(cfg, merged, state_model, dynamics, here)
-                total += real["real_env_steps"]
-                record = {"round": r + 1, "step": runner.global_step, **real, "real_env_steps_total": total,
-                          "checkpoint": resume, "state_model": state_model, "dynamics_model": dynamics,
-                          **{k: v for k, v in runner.last_eval.items() if k.startswith("eval/")}}  # fmt: skip
-                records.append(record)
-                with open(os.path.join(root, "rounds.jsonl"), "a") as f:
-                    f.write(json.dumps(record) + "\n")
-                log_round(cfg, log_dir, record, log)
-                if stop.requested and r + 1 < co.rounds:
-                    raise JobStopped(stop.signal_name or "SIGTERM", runner.global_step, resume)
-        except JobStopped as stopped:  # in RL or after a round: resuming needs the newest state model too
-            raise JobStopped(stopped.signal_name, stopped.step, stopped.checkpoint,
-                             also=f"env.train.state_model_config={state_model}") from None  # fmt: skip
+        for r in range(len(records), co.rounds):
+            here = os.path.join(root, f"round_{r + 1}")
+            if os.path.isdir(here):  # what an unfinished attempt at this round left: made anew
+                shutil.rmtree(here)
+            runner = run_job(round_config(cfg, r, resume, state_model, dynamics))
+            resume = runner.saved[-1] if runner.saved else resume  # resumed at the round's end: no steps left
+            policy = str(export_policy(resume, os.path.join(here, "policy")))
+            real = collect_real(cfg, policy, os.path.join(here, "episodes"), seed=cfg.runner.seed * 1000 + r)
+            datasets.append(os.path.join(here, "episodes"))
+            merged = os.path.join(here, "data")
+            merge_datasets(datasets, merged)
+            state_model, dynamics = refit(cfg, merged, state_model, dynamics, here)
+            total += real["real_env_steps"]
+            record = {"round": r + 1, "step": runner.global_step, **real, "real_env_steps_total": total,
+                      "checkpoint": resume, "state_model": state_model, "dynamics_model": dynamics,
+                      **{k: v for k, v in runner.last_eval.items() if k.startswith("eval/")}}  # fmt: skip
+            records.append(record)
+            with open(os.path.join(root, "rounds.jsonl"), "a") as f:
+                f.write(json.dumps(record) + "\n")
+            log_round(cfg, log_dir, record, log)
+            if stop.requested and r + 1 < co.rounds:
+                raise JobStopped(stop.signal_name or "SIGTERM", runner.global_step, resume)
     return records

@@ -15,12 +15,11 @@ from contextlib import contextmanager
 class JobStopped(RuntimeError):
     """A job stopped on request before ``runner.max_steps``; the message says where to resume from."""
 
-    def __init__(self, signal_name: str, step: int, checkpoint: str | None, also: str = ""):
+    def __init__(self, signal_name: str, step: int, checkpoint: str | None):
         self.signal_name, self.step, self.checkpoint = signal_name, step, checkpoint
         resume = (
             f"continue with runner.resume_dir={checkpoint}" if checkpoint else "no checkpoint was written"
         )
-        resume += f" {also}" if checkpoint and also else ""  # more overrides the resume command needs
         super().__init__(f"stopped by {signal_name} after step {step}: {resume}")
 
 

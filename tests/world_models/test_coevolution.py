@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from types import SimpleNamespace
 
 import pytest
 
@@ -115,9 +116,9 @@ def test_coevolution_keys_are_checked_before_start(real_world):
         )
 
 
-def test_a_stop_in_rl_names_the_checkpoint_and_the_state_model(real_world, tmp_path, monkeypatch):
-    """A SIGTERM during a round's RL (run_job raises JobStopped) ends co-evolution with the resume command:
-    the checkpoint and the state model the round trained with."""
+def test_a_stop_in_rl_names_the_checkpoint_to_resume_from(real_world, tmp_path, monkeypatch):
+    """A SIGTERM during a round's RL (run_job raises JobStopped) ends co-evolution with the resume command
+    (the state model to continue with comes from rounds.jsonl)."""
     from policy_and_value.runner.coevolution import run_coevolution
     from policy_and_value.runner.stop import JobStopped
 
@@ -129,8 +130,7 @@ def test_a_stop_in_rl_names_the_checkpoint_and_the_state_model(real_world, tmp_p
     with pytest.raises(JobStopped) as err:
         run_coevolution(cfg)
     assert str(err.value) == (
-        "stopped by SIGTERM after step 1: continue with runner.resume_dir=/runs/co/checkpoints/global_step_1 "
-        f"env.train.state_model_config={real_world['state']}"
+        "stopped by SIGTERM after step 1: continue with runner.resume_dir=/runs/co/checkpoints/global_step_1"
     )
 
 
@@ -145,3 +145,104 @@ def test_every_round_keeps_the_whole_lr_schedule(real_world):
     per_round = scheduled_optimizer_steps(rounds[0].model_copy(update={"actor": cfg.actor}))
     assert [job.runner.max_steps for job in rounds] == [1, 2]
     assert [job.actor.optim.total_training_steps for job in rounds] == [2 * per_round, 2 * per_round]
+
+
+@pytest.fixture
+def recorded_rounds(real_world, tmp_path, monkeypatch):
+    """run_coevolution with RL, export, real rollouts, merge and refit replaced by recorders (10 real steps a
+    round, each refit a new state model folder); returns (config of 2 rounds of 1 step, calls)."""
+    from policy_and_value.runner import coevolution
+
+    calls: dict[str, list] = {"jobs": [], "merged": []}
+
+    def run_job(cfg):
+        start = coevolution.checkpoint_step(cfg.runner.resume_dir) if cfg.runner.resume_dir else 0
+        end = cfg.runner.max_steps
+        calls["jobs"].append((start, end, cfg.env.train.state_model_config))
+        saved = [str(tmp_path / "co" / "checkpoints" / f"global_step_{end}")] if start < end else []
+        return SimpleNamespace(saved=saved, global_step=max(start, end), last_eval={})
+
+    def collect_real(cfg, policy, out, seed):
+        os.makedirs(out)
+        return {"real_env_steps": 10, "real_episodes": 2, "real_success": 0.5}
+
+    def refit(cfg, data, state_model, dynamics, out):
+        os.makedirs(os.path.join(out, "state_model"))
+        return os.path.join(out, "state_model"), dynamics
+
+    monkeypatch.setattr("policy_and_value.runner.runner.run_job", run_job)
+    monkeypatch.setattr("toolkits.ckpt_convertor.export_policy.export_policy", lambda ckpt, out: out)
+    monkeypatch.setattr(
+        "toolkits.episodes.merge.merge_datasets", lambda d, out: calls["merged"].append(list(d))
+    )
+    monkeypatch.setattr(coevolution, "collect_real", collect_real)
+    monkeypatch.setattr(coevolution, "refit", refit)
+    cfg = load_config(
+        "ppo_pi0_metaworld",
+        [*_overrides(real_world), f"runner.logger.log_path={tmp_path}", "runner.logger.experiment_name=co"],
+    )
+    return cfg, calls
+
+
+def _resumed(cfg, step: int, rounds: int, steps_per_round: int = 1):
+    checkpoint = os.path.join(cfg.runner.logger.log_path, "co", "checkpoints", f"global_step_{step}")
+    return cfg.model_copy(update={
+        "runner": cfg.runner.model_copy(update={"resume_dir": checkpoint}),
+        "coevolution": cfg.coevolution.model_copy(update={"rounds": rounds, "steps_per_round": steps_per_round}),
+    })  # fmt: skip
+
+
+def test_a_resumed_coevolution_keeps_its_finished_rounds_and_adds_more(recorded_rounds, real_world, tmp_path):
+    from policy_and_value.runner.coevolution import run_coevolution
+
+    cfg, calls = recorded_rounds
+    root = tmp_path / "co" / "coevolution"
+    first = run_coevolution(cfg)
+    model = {r["round"]: r["state_model"] for r in first}
+    assert calls["jobs"] == [(0, 1, real_world["state"]), (1, 2, model[1])]
+    # a third round on the finished run: rounds 1-2 kept, round 3 trains from step 2 with round 2's model
+    records = run_coevolution(_resumed(cfg, 2, rounds=3))
+    assert calls["jobs"][2:] == [(2, 3, model[2])]
+    assert [r["real_env_steps_total"] for r in records] == [10, 20, 30]
+    base, episodes = (
+        cfg.coevolution.state_model_data,
+        [str(root / f"round_{r}" / "episodes") for r in (1, 2, 3)],
+    )
+    assert calls["merged"][-1] == [base, *episodes]
+    # back to step 1: round 1 kept, rounds 2 and 3 made anew (round 2's old folder cleared first)
+    (root / "round_2" / "stale").write_text("from the attempt before")
+    records = run_coevolution(_resumed(cfg, 1, rounds=3))
+    assert calls["jobs"][3:] == [(1, 2, model[1]), (2, 3, str(root / "round_2" / "state_model"))]
+    assert not (root / "round_2" / "stale").exists() and [r["round"] for r in records] == [1, 2, 3]
+    lines = [json.loads(x) for x in (root / "rounds.jsonl").read_text().splitlines()]
+    assert [x["round"] for x in lines] == [1, 2, 3] and lines[-1]["real_env_steps_total"] == 30
+    # a run without a resume_dir starts anew
+    assert [r["round"] for r in run_coevolution(cfg)] == [1, 2]
+    assert len((root / "rounds.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_checkpoint_that_cannot_continue_the_rounds_is_refused(recorded_rounds, real_world, tmp_path):
+    from policy_and_value.runner.coevolution import finished_rounds, run_coevolution
+
+    cfg, _ = recorded_rounds
+    run_coevolution(cfg)  # rounds ending at steps 1 and 2
+    with pytest.raises(ConfigError, match=r"steps_per_round=2: the rounds in .* end at steps \[1, 2\]"):
+        finished_rounds(_resumed(cfg, 2, rounds=3, steps_per_round=2))
+    (tmp_path / "co" / "coevolution" / "rounds.jsonl").write_text("")
+    with pytest.raises(ConfigError, match=r"step 2 is past round 1's end .* records 0 finished rounds"):
+        finished_rounds(_resumed(cfg, 2, rounds=3))
+    # the validator asks before any work (a complete checkpoint at step 3, no rounds recorded)
+    import torch
+    import torch.distributed.checkpoint as dcp
+    from safetensors.torch import save_file
+
+    from policy_and_value.runner.checkpoint import save_runner_state
+
+    step3 = tmp_path / "co" / "checkpoints" / "global_step_3"
+    (step3 / "rollout").mkdir(parents=True)
+    save_runner_state(str(step3), 3, {})
+    dcp.save({"model": {"w": torch.zeros(2)}}, checkpoint_id=str(step3 / "actor"))
+    save_file({"w": torch.zeros(2)}, str(step3 / "rollout" / "model.safetensors"))
+    keys = [*_overrides(real_world), f"runner.logger.log_path={tmp_path}", "runner.logger.experiment_name=co"]
+    with pytest.raises(ConfigError, match=r"runner.resume_dir=.*global_step_3.*past round 1's end"):
+        load_config("ppo_pi0_metaworld", [*keys, f"runner.resume_dir={step3}"])
