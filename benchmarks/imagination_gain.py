@@ -99,10 +99,9 @@ def run_config(config: str, job: list[str], out: str, name: str):
 def check_real_arm(cfg, config: str) -> None:
     """Stop before any work when the real-simulator arm would still train in the world model (a recipe
     that sets ``env.train.env_type: world_model`` in its own body keeps it after the env group swap)."""
-    from policy_and_value.config.env_checks import env_groups
+    from policy_and_value.config.env_checks import all_envs
 
-    envs = [g for _, g in env_groups(cfg.env.train)] or [cfg.env.train]
-    if any(e.env_type == "world_model" for e in envs):
+    if any(e.env_type == "world_model" for key, e in all_envs(cfg) if key.startswith("env.train")):
         raise SystemExit(
             f"--config {config}: its real-simulator arm would still train in the world model (the recipe "
             "sets env.train.env_type itself); add --no-real-ppo and run its Meta-World recipe with --config"
@@ -152,6 +151,7 @@ def train(cfg) -> tuple[list[tuple[int, str]], float, dict[int, int]]:
     each of those checkpoints)."""
     from policy_and_value.config.env_checks import env_groups
     from policy_and_value.runner import run_job
+    from policy_and_value.runner.checkpoint import checkpoint_step
 
     start = time.time()
     if cfg.coevolution.rounds > 0:  # co-evolution: every round's checkpoint, the real steps its refits used
@@ -172,9 +172,7 @@ def train(cfg) -> tuple[list[tuple[int, str]], float, dict[int, int]]:
     else:  # imagined or mixed: the real groups' envs step every chunk
         per = real_envs * algo.n_chunk_steps * env.num_action_chunks * algo.rollout_epoch
         used = lambda step: per * step  # noqa: E731
-    saved = [
-        (int(d.rsplit("_", 1)[-1]), os.path.join(d, "rollout", "model.safetensors")) for d in runner.saved
-    ]
+    saved = [(checkpoint_step(d), os.path.join(d, "rollout", "model.safetensors")) for d in runner.saved]
     return saved, wall, {step: used(step) for step, _ in saved}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+from collections.abc import Container
 from typing import Any
 
 from pydantic import ValidationError
@@ -149,7 +150,7 @@ def _check_task_weights(env: EnvConfig, prefix: str) -> None:
 FILTER_KEYS = ("uncertainty_penalty", "uncertainty_halt", "reward_uncertainty_penalty")
 
 
-def _check_filters(env: EnvConfig, prefix: str, given: Any) -> None:
+def _check_filters(env: EnvConfig, prefix: str, given: Container[str]) -> None:
     """A filter key among ``given`` (the keys this env sets itself) set on an env that is not a world model."""
     if env.env_type == "world_model":
         return

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import shutil
 from typing import Any
 
@@ -93,8 +94,27 @@ def verify_checkpoint(directory: str) -> None:
         raise CheckpointError(f"{weights}: unreadable ({err})") from None
 
 
+def log_dir_of(cfg: Any) -> str:
+    """A job's log dir (``runner.logger.log_path/experiment_name``), absolute."""
+    return os.path.abspath(os.path.join(cfg.runner.logger.log_path, cfg.runner.logger.experiment_name))
+
+
 def step_dir(log_dir: str, step: int) -> str:
     return os.path.join(log_dir, "checkpoints", f"global_step_{step}")
+
+
+def named_step(directory: str) -> int | None:
+    """N of a directory named ``global_step_N`` (as ``step_dir`` names them); None for any other name."""
+    named = re.fullmatch(r"global_step_(\d+)", os.path.basename(os.path.normpath(directory)))
+    return int(named.group(1)) if named else None
+
+
+def checkpoint_step(directory: str) -> int:
+    """The training step of a checkpoint: from its name, else from its runner state (a renamed copy)."""
+    step = named_step(directory)
+    if step is not None:
+        return step
+    return int(torch.load(os.path.join(directory, RUNNER_STATE), weights_only=True)["global_step"])
 
 
 def temp_dir_for(final: str) -> str:

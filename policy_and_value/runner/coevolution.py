@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from typing import Any
 
 from policy_and_value.algorithms.lr_schedule import scheduled_optimizer_steps
 from policy_and_value.config.schema import JobConfig
+from policy_and_value.runner.checkpoint import checkpoint_step, log_dir_of
 
 
 def round_config(cfg: JobConfig, r: int, resume: str | None, state_model: str, dynamics: str) -> JobConfig:
@@ -55,23 +55,6 @@ def round_config(cfg: JobConfig, r: int, resume: str | None, state_model: str, d
     )
     env = cfg.env.model_copy(update={"train": train})
     return cfg.model_copy(update={"runner": runner, "env": env, "actor": actor})
-
-
-def log_dir_of(cfg: JobConfig) -> str:
-    """The job's log dir (``runner.logger.log_path/experiment_name``), absolute."""
-    return os.path.abspath(os.path.join(cfg.runner.logger.log_path, cfg.runner.logger.experiment_name))
-
-
-def checkpoint_step(checkpoint: str) -> int:
-    """The training step of a ``global_step_N`` checkpoint (its runner state where renamed)."""
-    named = re.fullmatch(r"global_step_(\d+)", os.path.basename(os.path.normpath(checkpoint)))
-    if named:
-        return int(named.group(1))
-    import torch
-
-    from policy_and_value.runner.checkpoint import RUNNER_STATE
-
-    return int(torch.load(os.path.join(checkpoint, RUNNER_STATE), weights_only=True)["global_step"])
 
 
 def finished_rounds(cfg: JobConfig) -> list[dict[str, Any]]:

@@ -51,8 +51,7 @@ class EmbodiedRunner:
 
     def __init__(self, cfg: JobConfig):
         self.cfg = cfg
-        log = cfg.runner.logger
-        self.log_dir = os.path.abspath(os.path.join(log.log_path, log.experiment_name))
+        self.log_dir = ckpt.log_dir_of(cfg)
         os.makedirs(self.log_dir, exist_ok=True)
         self.global_step = 0
         self.cluster: Cluster | None = None

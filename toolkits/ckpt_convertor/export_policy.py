@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import warnings
 from pathlib import Path
@@ -179,13 +178,14 @@ def deploy_spec(cfg: Any, policy: Any, checkpoint: Path, weights: str) -> Any:
     """``deploy.json`` of the exported policy: the robot-facing env's cameras and sizes, and the prompts."""
     from policy_and_value.config.env_checks import env_groups
     from policy_and_value.models.pi0.factory import task_prompts
+    from policy_and_value.runner.checkpoint import named_step
     from toolkits.deploy.spec import DeploySpec
 
     env = deploy_env(cfg)
     tasks: list[str] = []
     for e in (cfg.env.train, cfg.env.eval, *(c for _, c in env_groups(cfg.env.train))):
         tasks += [t for t in (e.tasks if e is not None else []) if t not in tasks]
-    step = re.fullmatch(r"global_step_(\d+)", checkpoint.name)
+    step = named_step(str(checkpoint))
     pcfg = policy.cfg
     return DeploySpec(
         cameras=list(env.cameras), image_size=pcfg.vision.image_size, state_dim=pcfg.state_dim,
@@ -195,7 +195,7 @@ def deploy_spec(cfg: Any, policy: Any, checkpoint: Path, weights: str) -> Any:
         max_episode_steps=env.max_episode_steps,
         source={
             "checkpoint": str(checkpoint.resolve()), "weights": weights,
-            "global_step": int(step.group(1)) if step else None,
+            "global_step": step,
             "experiment": cfg.runner.logger.experiment_name, "lora_merged": bool(cfg.model.pi0.get("is_lora")),
         },
     )  # fmt: skip
