@@ -87,6 +87,12 @@ def imitation_key(cfg, episodes: int, seed: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def without_resume(job: list[str]) -> list[str]:
+    """``job`` less ``runner.resume_dir``: the imitation start is evaluated, never resumed (a co-evolution's
+    resume is checked against its own log dir's rounds, which only the arm's config names)."""
+    return [o for o in job if not o.lstrip("+~").startswith("runner.resume_dir=")]
+
+
 def run_config(config: str, job: list[str], out: str, name: str):
     """The validated config of training run ``name`` (logged under ``out/name``)."""
     from policy_and_value.config import load_config
@@ -214,7 +220,7 @@ def main() -> None:
         runs, the config's own arm first: built for every seed before any work, so a bad override stops
         the benchmark at once instead of after the first arms have trained."""
         job = [*common, f"runner.seed={seed}"]
-        cfg = load_config(args.config, job)
+        cfg = load_config(args.config, without_resume(job))
         if "withhold" in args.controls and cfg.algorithm.train_mode != "IL":
             raise SystemExit("--controls withhold drops IL's advantage bins: add algorithm.train_mode=IL")
         chunk = cfg.env.train.num_action_chunks

@@ -31,3 +31,20 @@ def shipped_policy_actor(*overrides: str):
         action_dim=4, num_action_chunks=4, state_dim=39, image_shape=(2, 64, 64), tasks=QUICKSTART_TASKS
     )
     return ActorWorker(0, 1, 1, cfg, spec)
+
+
+def write_complete_checkpoint(step_dir: Path, step: int, weights: dict | None = None) -> Path:
+    """A small checkpoint laid out as the runner writes one (runner state, actor DCP, rollout safetensors),
+    which ``runner.resume_dir`` validation accepts; ``weights`` default to one small tensor."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+    from safetensors.torch import save_file
+
+    from policy_and_value.runner.checkpoint import save_runner_state
+
+    weights = weights if weights is not None else {"w": torch.zeros(2)}
+    (step_dir / "rollout").mkdir(parents=True)
+    save_runner_state(str(step_dir), step, {"rng": list(range(1000))})
+    dcp.save({"model": weights}, checkpoint_id=str(step_dir / "actor"))
+    save_file(weights, str(step_dir / "rollout" / "model.safetensors"))
+    return step_dir

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.assets import write_complete_checkpoint
 from tests.benchmark_scripts import load_benchmark
 
 
@@ -15,12 +16,13 @@ from tests.benchmark_scripts import load_benchmark
 def bench(monkeypatch):
     """The benchmark module with train/evaluate replaced by recorders (no training, no simulator)."""
     module = load_benchmark("imagination_gain")
-    calls: dict[str, list] = {"train": [], "evaluate": [], "env_type": []}
+    calls: dict[str, list] = {"train": [], "evaluate": [], "env_type": [], "resume_dir": []}
 
     def train(cfg):
         name = cfg.runner.logger.experiment_name
         calls["train"].append(name)
         calls["env_type"].append(cfg.env.train.env_type)
+        calls["resume_dir"].append(("train", cfg.runner.resume_dir))
         every = cfg.runner.save_interval
         steps = range(every, cfg.runner.max_steps + 1, every)
         return (
@@ -31,6 +33,7 @@ def bench(monkeypatch):
 
     def evaluate(cfg, weights, episodes, seed):
         calls["evaluate"].append(weights)
+        calls["resume_dir"].append(("evaluate", cfg.runner.resume_dir))
         return {task: 0.5 if weights is None else 0.75 for task in cfg.env.eval.tasks}
 
     monkeypatch.setattr(module, "train", train)
@@ -112,3 +115,11 @@ def test_a_real_arm_that_would_still_train_in_the_world_model_stops_before_any_w
     with pytest.raises(SystemExit, match="would still train in the world model.*--no-real-ppo"):
         bench.main()
     assert bench.calls["train"] == [] and bench.calls["evaluate"] == []
+
+
+def test_a_resumed_arm_resumes_but_its_imitation_start_is_only_evaluated(bench, monkeypatch, tmp_path):
+    """The imitation config drops runner.resume_dir: a co-evolution's resume is checked against the rounds
+    of the arm's own log dir, which the imitation config does not name (it stopped a resumed seed at once)."""
+    step = write_complete_checkpoint(tmp_path / "run" / "checkpoints" / "global_step_3", 3)
+    run_main(bench, monkeypatch, tmp_path / "out", f"runner.resume_dir={step}")
+    assert bench.calls["resume_dir"] == [("evaluate", None), ("train", str(step)), ("evaluate", None)]

@@ -103,18 +103,11 @@ def test_resume_dir_that_is_not_a_checkpoint(checkpoint_missing_actor):
 def complete_checkpoint(tmp_path):
     """A small checkpoint laid out as the runner writes one: runner state, actor DCP, rollout safetensors."""
     import torch
-    import torch.distributed.checkpoint as dcp
-    from safetensors.torch import save_file
 
-    from policy_and_value.runner.checkpoint import save_runner_state
+    from tests.assets import write_complete_checkpoint
 
-    d = tmp_path / "global_step_3"
-    (d / "rollout").mkdir(parents=True)
-    save_runner_state(str(d), 3, {"rng": list(range(1000))})
     weights = {"w": torch.randn(64, 64), "b": torch.randn(64)}
-    dcp.save({"model": weights}, checkpoint_id=str(d / "actor"))
-    save_file(weights, str(d / "rollout" / "model.safetensors"))
-    return d
+    return write_complete_checkpoint(tmp_path / "global_step_3", 3, weights)
 
 
 @pytest.mark.parametrize(

@@ -232,17 +232,9 @@ def test_a_checkpoint_that_cannot_continue_the_rounds_is_refused(recorded_rounds
     with pytest.raises(ConfigError, match=r"step 2 is past round 1's end .* records 0 finished rounds"):
         finished_rounds(_resumed(cfg, 2, rounds=3))
     # the validator asks before any work (a complete checkpoint at step 3, no rounds recorded)
-    import torch
-    import torch.distributed.checkpoint as dcp
-    from safetensors.torch import save_file
+    from tests.assets import write_complete_checkpoint
 
-    from policy_and_value.runner.checkpoint import save_runner_state
-
-    step3 = tmp_path / "co" / "checkpoints" / "global_step_3"
-    (step3 / "rollout").mkdir(parents=True)
-    save_runner_state(str(step3), 3, {})
-    dcp.save({"model": {"w": torch.zeros(2)}}, checkpoint_id=str(step3 / "actor"))
-    save_file({"w": torch.zeros(2)}, str(step3 / "rollout" / "model.safetensors"))
+    step3 = write_complete_checkpoint(tmp_path / "co" / "checkpoints" / "global_step_3", 3)
     keys = [*_overrides(real_world), f"runner.logger.log_path={tmp_path}", "runner.logger.experiment_name=co"]
     with pytest.raises(ConfigError, match=r"runner.resume_dir=.*global_step_3.*past round 1's end"):
         load_config("ppo_pi0_metaworld", [*keys, f"runner.resume_dir={step3}"])
