@@ -1,7 +1,18 @@
 """World models: the action-conditioned latent video dynamics model (diffusers LTX parts), its
-training, the world-model env that stands in for a simulator, and videos of its predictions."""
+training, the world-model env that stands in for a simulator, and videos of its predictions.
 
-from world_models.dynamics_config import PRESETS, DynamicsModelConfig, make_config, with_overrides
-from world_models.dynamics_model import DynamicsModel
+Names are imported on first use, so the state model (torch alone) needs no diffusers."""
+
+from __future__ import annotations
+
+from policy_and_value.lazy import lazy_exports
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "dynamics_config": ("PRESETS", "DynamicsModelConfig", "make_config", "with_overrides"),
+        "dynamics_model": ("DynamicsModel",),
+    },
+)
 
 __all__ = ["PRESETS", "DynamicsModel", "DynamicsModelConfig", "make_config", "with_overrides"]

@@ -68,6 +68,8 @@ class StateTrainConfig(Strict):
     parts: Literal["all", "reward_head"] = "all"
     log_interval: int = Field(250, ge=1)
     seed: int = 0
+    # auto: the GPU when one is visible, else the CPU; the model is written the same either way
+    device: Literal["auto", "cpu", "cuda"] = "auto"
 
 
 class StateRenderConfig(Strict):

@@ -9,7 +9,9 @@ way; the success head learns Meta-World's success flag from the real states and 
 Members draw their own batches. Held-out episodes give the open-loop error (against "the state stays")
 and the success classifier's AUC, printed at the end; the model goes to ``<output_dir>/model``.
 ``train.parts=reward_head`` trains only the reward head of ``init_model_dir``'s model (added if it has none).
-A few minutes on a CPU, so there is no resume: a stopped run leaves the previous model in place.
+``train.device=auto`` trains on the GPU when one is visible (as the dynamics model's training does), else on
+the CPU; the model is written the same either way. No resume (tens of minutes on a CPU, a minute or two on a
+GPU): a stopped run leaves the previous model in place.
 """
 
 from __future__ import annotations
@@ -29,6 +31,21 @@ from world_models.config import StateModelJob
 MODEL_DIR = "model"
 
 
+def training_device(choice: str) -> torch.device:
+    """``train.device``: ``auto`` is the GPU when one is visible, else the CPU (as the dynamics model's
+    training picks)."""
+    if choice == "auto":
+        choice = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(choice)
+
+
+def to_device(batch: dict, device: torch.device) -> dict:
+    """``batch`` with its tensors on ``device`` (prompt lists stay as they are)."""
+    return {
+        k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v for k, v in batch.items()
+    }
+
+
 def check_job(job: StateModelJob) -> None:
     """Paths and tasks, one line each, before data is loaded."""
     check_episode_data(job.data.path, job.data.tasks)
@@ -38,6 +55,8 @@ def check_job(job: StateModelJob) -> None:
     ):
         if path is not None and not os.path.isfile(os.path.join(path, "config.json")):
             raise _fail(key, path, "not a model directory (no config.json)")
+    if job.train.device == "cuda" and not torch.cuda.is_available():
+        raise _fail("train.device", "cuda", "no GPU is visible here; use auto or cpu")
     if job.train.parts == "reward_head" and job.init_model_dir is None:
         raise _fail("train.parts", "reward_head", "trains a head on a saved model: set init_model_dir")
     if job.train.parts == "reward_head" and job.render.dynamics_model_dir is not None:
@@ -89,7 +108,7 @@ def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> di
 
     gen = torch.Generator().manual_seed(seed)
     index = torch.randperm(len(held), generator=gen)[:samples]
-    batch = held.batch(index[None].expand(model.cfg.ensemble_size, -1))
+    batch = to_device(held.batch(index[None].expand(model.cfg.ensemble_size, -1)), model.device)
     k, n = batch["state"].shape[:2]
     tasks = model.task_one_hot(batch["prompt"][:n])
     chunk = model.cfg.action_chunk
@@ -102,7 +121,7 @@ def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> di
     pred = torch.cat(predicted, 2)  # [K, N, H*C, S]
     real, mask = batch["next_states"][0], batch["mask"][0] > 0
     last = mask.sum(1) - 1  # the last valid step of each window
-    rows = torch.arange(n)
+    rows = torch.arange(n, device=model.device)
     mean_end, real_end = pred.mean(0)[rows, last], real[rows, last]
     stays = batch["state"][0]
     norm = model.delta_std
@@ -113,9 +132,9 @@ def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> di
     def hand(a: torch.Tensor, b: torch.Tensor) -> float:
         return float((a[:, :3] - b[:, :3]).norm(dim=1).mean())
 
-    prob_real = model.success_prob(real[None].expand(k, -1, -1, -1), tasks)[mask].numpy()
-    prob_pred = model.success_prob(pred, tasks)[mask].numpy()
-    labels = batch["success"][0][mask].numpy() > 0
+    prob_real = model.success_prob(real[None].expand(k, -1, -1, -1), tasks)[mask].cpu().numpy()
+    prob_pred = model.success_prob(pred, tasks)[mask].cpu().numpy()
+    labels = batch["success"][0][mask].cpu().numpy() > 0
     reward_fit = {}
     if model.cfg.reward_head:  # R^2 of the members' mean reward against the recorded one
         target = batch["reward"][0][mask]
@@ -201,14 +220,15 @@ def train_renderer(model, dynamics, episodes, train_ids, held_ids, job: StateMod
         cache["cache_key"] = encoder_fingerprint(dynamics)  # once for the train and held-out frames
     data = encoded_frames(dynamics, episodes, train_ids, job.data.state_type, **cache)
     tasks = model.task_one_hot(data["prompts"])
+    states, latents = data["states"].to(model.device), data["latents"].to(model.device)
     log(f"renderer: {len(tasks)} frames encoded ({time.time() - start:.0f} s)")
     params = list(model.renderer.parameters())
     opt = torch.optim.AdamW(params, lr=job.render.lr, weight_decay=job.train.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine_lambda(0, job.render.steps, 0.1))
     model.train()
     for step in range(1, job.render.steps + 1):
-        idx = torch.randint(0, len(tasks), (job.render.batch_size,))
-        loss = (model.render_latents(data["states"][idx], tasks[idx]) - data["latents"][idx]).pow(2).mean()
+        idx = torch.randint(0, len(tasks), (job.render.batch_size,), device=model.device)
+        loss = (model.render_latents(states[idx], tasks[idx]) - latents[idx]).pow(2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -224,10 +244,11 @@ def train_renderer(model, dynamics, episodes, train_ids, held_ids, job: StateMod
             pick = torch.randperm(len(held["states"]), generator=torch.Generator().manual_seed(0))[:256]
             rendered = dynamics.decode(
                 model.render_latents(
-                    held["states"][pick], model.task_one_hot([held["prompts"][i] for i in pick])
+                    held["states"][pick].to(model.device),
+                    model.task_one_hot([held["prompts"][i] for i in pick]),
                 )[:, None]
-            )
-            recon = dynamics.decode(held["latents"][pick][:, None])
+            ).cpu()
+            recon = dynamics.decode(held["latents"][pick][:, None].to(model.device)).cpu()
             real = held["frames"][pick][:, None]
         log(
             f"renderer, held out: PSNR {psnr(rendered, real):.2f} dB (the VAE's reconstruction: {psnr(recon, real):.2f} dB)"
@@ -245,7 +266,6 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
     from policy_and_value.workers.base import seed_everything
     from toolkits.episodes import EpisodeDataset, split_episodes
     from toolkits.model_dir import replace_dir_atomically
-    from world_models.dynamics_model import DynamicsModel
     from world_models.state_data import StateWindows
     from world_models.state_model import StateModel, StateModelConfig
 
@@ -269,11 +289,11 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
             model = model.with_reward_head()
             fit_reward_std(model, data)
     else:
-        dynamics = (
-            DynamicsModel.from_pretrained(job.render.dynamics_model_dir)
-            if job.render.dynamics_model_dir
-            else None
-        )
+        dynamics = None
+        if job.render.dynamics_model_dir:  # diffusers is imported only for a renderer
+            from world_models.dynamics_model import DynamicsModel
+
+            dynamics = DynamicsModel.from_pretrained(job.render.dynamics_model_dir)
         cfg = StateModelConfig(
             state_dim=data.states.shape[1], action_dim=data.actions.shape[1], action_chunk=chunk, prompts=prompts,
             ensemble_size=job.model.ensemble_size, hidden=job.model.hidden, layers=job.model.layers,
@@ -284,6 +304,8 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
         model.fit_statistics(data.states[data.valid > 0], data.chunk_deltas(chunk))
         if cfg.reward_head:
             fit_reward_std(model, data)
+    device = training_device(job.train.device)
+    model.to(device)
     positives = float((data.success * data.valid).sum())
     pos_weight = float((data.valid.sum() - positives) / max(positives, 1.0))
     if job.train.parts == "reward_head":  # the rest of the model is fixed: no gradients through it
@@ -296,10 +318,10 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
     )
     k = model.cfg.ensemble_size
     log(f"state model: {len(data)} windows from {len(train_ids)} episodes ({int(positives)} successes), "
-        f"{len(held_ids)} held out; {k} members, {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters")  # fmt: skip
+        f"{len(held_ids)} held out; {k} members, {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, on {device}")  # fmt: skip
     start = time.time()
     for step in range(1, job.train.steps + 1):
-        batch = data.batch(torch.randint(0, len(data), (k, job.train.batch_size)))
+        batch = to_device(data.batch(torch.randint(0, len(data), (k, job.train.batch_size))), device)
         losses = rollout_losses(model, batch, horizon, pos_weight)
         if job.train.parts == "reward_head":
             loss = losses["reward"]
@@ -315,16 +337,23 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
         if step % job.train.log_interval == 0 or step == job.train.steps:
             parts = ", ".join(f"{name}={value.item():.4g}" for name, value in losses.items())
             log(f"state model step {step}/{job.train.steps}: {parts} ({time.time() - start:.0f} s)")
+    if job.train.steps:
+        took = time.time() - start
+        log(
+            f"state model: {job.train.steps} steps in {took:.1f} s ({job.train.steps / took:.2f} steps/s) on {device}"
+        )
     model.eval()
     if held is not None:
         metrics = evaluate(model, held, horizon)
         log("state model, held out: " + ", ".join(f"{key}={value:.4g}" for key, value in metrics.items()))
     if job.render.dynamics_model_dir:
-        dynamics = DynamicsModel.from_pretrained(job.render.dynamics_model_dir)
+        from world_models.dynamics_model import DynamicsModel
+
+        dynamics = DynamicsModel.from_pretrained(job.render.dynamics_model_dir).to(device)
         train_renderer(model, dynamics, episodes, train_ids, held_ids, job, log)
     out = Path(job.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    replace_dir_atomically(out / MODEL_DIR, model.save_pretrained)
+    replace_dir_atomically(out / MODEL_DIR, model.cpu().save_pretrained)
     log(f"state model written to {out / MODEL_DIR}")
     return out / MODEL_DIR
 

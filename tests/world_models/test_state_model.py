@@ -4,6 +4,9 @@ frames from states, hallucination penalty and halt) with their config checks."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -222,6 +225,23 @@ def test_bad_config_is_one_line_and_exit_2(rule_episodes, tmp_path, capsys):
     assert "\n" not in err and "render.dynamics_model_dir" in err
     assert main([f"data.path={rule_episodes}", "train.horizon=0"]) == 2
     assert "train.horizon" in capsys.readouterr().err
+    assert main([f"data.path={rule_episodes}", "train.device=tpu"]) == 2
+    assert "train.device" in capsys.readouterr().err
+    if not torch.cuda.is_available():  # asking for a GPU that is not there stops before any data is read
+        assert main([f"data.path={rule_episodes}", "train.device=cuda"]) == 2
+        assert "train.device='cuda': no GPU is visible here" in capsys.readouterr().err
+
+
+def test_training_the_state_model_imports_no_diffusers():
+    """Without a renderer the state model needs torch alone: ``world_models`` loads the video model's
+    names on first use, so a GPU node without diffusers can still train and refit state models."""
+    check = (
+        "import sys; import world_models.train_state_model, world_models.state_model, world_models.state_data; "
+        "assert 'diffusers' not in sys.modules; from world_models import DynamicsModel; "
+        "assert 'diffusers' in sys.modules and DynamicsModel.__name__ == 'DynamicsModel'"
+    )
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def _world_model_keys(episodes, model_dirs, with_reward_model: bool = True) -> list[str]:
