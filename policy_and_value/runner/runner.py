@@ -28,7 +28,7 @@ from policy_and_value.runner.report import (
     progress_postfix,
     train_summary,
 )
-from policy_and_value.runner.stop import JobStopped, StopRequest, stop_on_sigterm
+from policy_and_value.runner.stop import JobStopped, StopRequest, reclaim_sigterm, stop_on_sigterm
 from policy_and_value.runtime.cluster import Cluster
 from policy_and_value.runtime.placement import parse_placement
 from policy_and_value.runtime.worker_group import Pending, WorkerGroup
@@ -81,6 +81,7 @@ class EmbodiedRunner:
         with open(os.path.join(self.log_dir, "config.yaml"), "w") as f:
             yaml.safe_dump(cfg.model_dump(mode="json"), f, sort_keys=False)
         self.cluster = Cluster.start(cfg.cluster)
+        reclaim_sigterm()  # ray.init's handler exits at once; a SIGTERM from here on stops with a checkpoint
         placement = parse_placement(
             cfg.cluster.component_placement, cfg.cluster.num_nodes, self.cluster.devices_per_node
         )
@@ -381,6 +382,7 @@ class EmbodiedRunner:
         from tqdm import tqdm
 
         rcfg = self.cfg.runner
+        start = self.global_step
         bar = tqdm(
             total=rcfg.max_steps,
             initial=self.global_step,
@@ -388,7 +390,8 @@ class EmbodiedRunner:
             desc="train",
             dynamic_ncols=True,
         )
-        if self.cfg.env.eval is not None and rcfg.val_check_interval > 0 and self.global_step == 0:
+        first = self.global_step == 0 and not self.stop.requested
+        if self.cfg.env.eval is not None and rcfg.val_check_interval > 0 and first:
             self.first_eval = self.evaluate()
             self.metrics.log(self.first_eval, 0)
         while self.global_step < rcfg.max_steps and not self.stop.requested:
@@ -410,7 +413,7 @@ class EmbodiedRunner:
             bar.update(1)
             bar.set_postfix(progress_postfix(metrics))
         bar.close()
-        if self.stopped_early() and not self.saves_at(self.global_step):
+        if self.stopped_early() and self.global_step > start and not self.saves_at(self.global_step):
             self.save_checkpoint()  # stopped early: the run continues from here with runner.resume_dir
 
     def stopped_early(self) -> bool:
@@ -473,11 +476,13 @@ class EmbodiedRunner:
 def run_job(cfg: JobConfig) -> EmbodiedRunner:
     """Run a validated job end to end; workers are shut down on success, error, Ctrl-C and SIGTERM. An error
     becomes ``JobFailed`` (one line naming the worker and the cause; the traceback in ``<log_dir>/error.log``);
-    a SIGTERM stops after the current step with a checkpoint and raises ``JobStopped`` naming it."""
+    a SIGTERM (also one while the workers start) stops after the current step with a checkpoint and raises
+    ``JobStopped`` naming it."""
     runner = EmbodiedRunner(cfg)
     try:
-        runner.setup()  # ray.init sets a SIGTERM handler that exits at once; the loop's replaces it
+        # the stop handler covers the workers' start too (setup takes it back from ray.init's)
         with stop_on_sigterm() as runner.stop:
+            runner.setup()
             runner.run()
     except KeyboardInterrupt:
         print("interrupted: shutting down workers", flush=True)
@@ -488,7 +493,9 @@ def run_job(cfg: JobConfig) -> EmbodiedRunner:
         runner.shutdown()
     print(runner.summary(), flush=True)
     if runner.stopped_early():
-        raise JobStopped(
-            runner.stop.signal_name or "SIGTERM", runner.global_step, (runner.saved or [None])[-1]
+        raise JobStopped(  # stopped before its first step: the checkpoint it resumed from still holds
+            runner.stop.signal_name or "SIGTERM",
+            runner.global_step,
+            (runner.saved or [cfg.runner.resume_dir])[-1],
         )
     return runner

@@ -48,6 +48,13 @@ class StopRequest:
 _active: StopRequest | None = None
 
 
+def reclaim_sigterm() -> None:
+    """Put the active request's handler back after a library replaced it: ``ray.init`` installs one that exits at
+    once, so a SIGTERM while a job's workers start would end it (a co-evolution between rounds) silently."""
+    if _active is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _active.handle)
+
+
 @contextmanager
 def stop_on_sigterm() -> Iterator[StopRequest]:
     """Within the block the first SIGTERM only sets the yielded request. A nested block (a co-evolution round's

@@ -77,6 +77,24 @@ def test_resume_reproduces_uninterrupted_run(tmp_path, monkeypatch):
         assert key in full[1], key
 
 
+def test_a_sigterm_while_the_workers_start_stops_before_the_first_step(tmp_path, monkeypatch):
+    """ray.init installs a SIGTERM handler that exits at once; the runner takes it back as soon as Ray is up, so
+    a SIGTERM while the workers start stops the job cleanly (JobStopped, Ray shut down), as one during a step."""
+    from policy_and_value.runner import runner as runner_module
+
+    place = runner_module.parse_placement
+
+    def sigterm_then_place(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # Ray has started: the job's workers are about to be placed
+        return place(*args, **kwargs)
+
+    monkeypatch.setattr(runner_module, "parse_placement", sigterm_then_place)
+    with pytest.raises(JobStopped, match=r"stopped by SIGTERM after step 0: no checkpoint was written"):
+        _run(tmp_path, "early", ["runner.max_steps=2"], own_ray=True)
+    assert not ray.is_initialized()
+    assert not (tmp_path / "early" / "checkpoints").exists()
+
+
 def test_overlap_trains_one_step_off_policy_and_resumes_exactly(tmp_path):
     """rollout.overlap_training: step 2's batch is generated during step 1's update (lag 1); none is
     generated during a step that saves a checkpoint (step 2) or the last, so resuming repeats the full run.
