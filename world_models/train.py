@@ -21,6 +21,7 @@ import torch
 
 from policy_and_value.config.data_checks import check_episode_data
 from policy_and_value.config.errors import config_error as _fail
+from policy_and_value.workers.base import tensors_to
 from world_models.config import WorldModelJob
 
 MODEL_DIR = "model"
@@ -147,7 +148,7 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
             opt, params = vae_opt, vae_params
         else:
             core.vae.requires_grad_(False)
-            losses = core.training_loss(**_to(batch, accelerator.device))
+            losses = core.training_loss(**tensors_to(batch, accelerator.device))
             opt, params = dyn_opt, dyn_params
         loss = losses["loss"]
         opt.zero_grad(set_to_none=True)
@@ -184,10 +185,6 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
     return out / MODEL_DIR
 
 
-def _to(batch: dict, device: torch.device) -> dict:
-    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
-
-
 @torch.no_grad()
 def heldout_loss(model, held, device, samples: int = 64, batch_size: int = 16) -> float:
     """Denoising loss on held-out transitions with fixed noise (the model's ``generator`` argument)."""
@@ -197,7 +194,7 @@ def heldout_loss(model, held, device, samples: int = 64, batch_size: int = 16) -
     model.eval()
     for part in index.split(batch_size):
         losses = model.training_loss(
-            **_to(held.batch(part), device), generator=torch.Generator().manual_seed(1)
+            **tensors_to(held.batch(part), device), generator=torch.Generator().manual_seed(1)
         )
         total += float(losses["loss"]) * len(part)
         count += len(part)

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from policy_and_value.config.data_checks import check_episode_data
 from policy_and_value.config.errors import config_error as _fail
+from policy_and_value.workers.base import tensors_to
 from world_models.config import StateModelJob
 
 MODEL_DIR = "model"
@@ -37,13 +38,6 @@ def training_device(choice: str) -> torch.device:
     if choice == "auto":
         choice = "cuda" if torch.cuda.is_available() else "cpu"
     return torch.device(choice)
-
-
-def to_device(batch: dict, device: torch.device) -> dict:
-    """``batch`` with its tensors on ``device`` (prompt lists stay as they are)."""
-    return {
-        k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v for k, v in batch.items()
-    }
 
 
 def check_job(job: StateModelJob) -> None:
@@ -108,7 +102,7 @@ def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> di
 
     gen = torch.Generator().manual_seed(seed)
     index = torch.randperm(len(held), generator=gen)[:samples]
-    batch = to_device(held.batch(index[None].expand(model.cfg.ensemble_size, -1)), model.device)
+    batch = tensors_to(held.batch(index[None].expand(model.cfg.ensemble_size, -1)), model.device)
     k, n = batch["state"].shape[:2]
     tasks = model.task_one_hot(batch["prompt"][:n])
     chunk = model.cfg.action_chunk
@@ -321,7 +315,7 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
         f"{len(held_ids)} held out; {k} members, {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, on {device}")  # fmt: skip
     start = time.time()
     for step in range(1, job.train.steps + 1):
-        batch = to_device(data.batch(torch.randint(0, len(data), (k, job.train.batch_size))), device)
+        batch = tensors_to(data.batch(torch.randint(0, len(data), (k, job.train.batch_size))), device)
         losses = rollout_losses(model, batch, horizon, pos_weight)
         if job.train.parts == "reward_head":
             loss = losses["reward"]

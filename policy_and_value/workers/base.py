@@ -15,6 +15,13 @@ import torch
 COMPONENT_SEED_OFFSET = {"env": 10_000, "rollout": 20_000, "actor": 30_000}
 
 
+def tensors_to(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
+    """``batch`` with its tensors moved to ``device`` (other values, e.g. prompt lists, as they are)."""
+    return {
+        k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v for k, v in batch.items()
+    }
+
+
 def seed_everything(seed: int) -> None:
     """Seed python, numpy and torch (all devices)."""
     random.seed(seed)

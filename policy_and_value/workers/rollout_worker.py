@@ -14,7 +14,7 @@ from safetensors.torch import load_file, save_file
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.envs.base import EnvSpec
 from policy_and_value.runtime.weight_sync import layout_of
-from policy_and_value.workers.base import Worker
+from policy_and_value.workers.base import Worker, tensors_to
 from policy_and_value.workers.env_worker import EnvOutput
 from policy_and_value.workers.trajectory import obs_index, obs_stack, shard_columns
 
@@ -94,7 +94,7 @@ class RolloutWorker(Worker):
             return self._predict(key, env_out, mode)
 
     def _predict(self, key: str, env_out: EnvOutput, mode: str) -> torch.Tensor:
-        obs = _to(env_out["obs"], self.device)
+        obs = tensors_to(env_out["obs"], self.device)
         out = self.policy.predict(obs, mode=mode)
         if mode == "train":
             buf = self.buffers.setdefault(key, StreamBuffer())
@@ -129,7 +129,7 @@ class RolloutWorker(Worker):
             "values": None,
         }
         if buf.values:
-            last = self.policy.predict(_to(env_out["obs"], self.device), mode="eval").value.cpu()
+            last = self.policy.predict(tensors_to(env_out["obs"], self.device), mode="eval").value.cpu()
             shard["values"] = torch.stack(buf.values + [last])
         self.shards[key] = shard
 
@@ -142,7 +142,7 @@ class RolloutWorker(Worker):
         boot = truncated & ~terminated
         if buf.values and boot.any() and env_out.get("final_obs") is not None:
             final = obs_index(env_out["final_obs"], boot.nonzero().squeeze(-1))
-            v = self.policy.predict(_to(final, self.device), mode="eval").value.cpu()
+            v = self.policy.predict(tensors_to(final, self.device), mode="eval").value.cpu()
             rewards = rewards.clone()
             if self.chunk_level:
                 rewards[boot] += self.gamma * v
@@ -167,11 +167,3 @@ class RolloutWorker(Worker):
         for k in done:
             del self.shards[k]
         return stats
-
-
-def _to(obs: dict[str, Any], device: torch.device) -> dict[str, Any]:
-    if device.type == "cpu":
-        return obs
-    return {
-        k: (v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v) for k, v in obs.items()
-    }
