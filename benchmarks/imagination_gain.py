@@ -119,15 +119,14 @@ def run_key(cfg, episodes: int, seed: int) -> dict[str, Any]:
     return {"config": cfg.model_dump(mode="json"), "eval_episodes": episodes, "seed": seed}
 
 
-def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, float]:
-    """Real-simulator success per task of the config's policy (``weights``: a rollout safetensors file)."""
-    import torch
+def eval_policy(cfg, weights: str | None):
+    """The config's policy as its eval env sees it, with ``weights`` (a rollout safetensors file) loaded when
+    given, else the start (``rollout.model_dir``)."""
     from safetensors.torch import load_file
 
     from policy_and_value.envs.base import EnvSpec
     from policy_and_value.envs.metaworld_tasks import FULL_STATE_DIM, PROPRIO_DIM
     from policy_and_value.models.registry import make_policy
-    from policy_and_value.offline.evaluate import evaluate_in_metaworld
 
     ecfg = cfg.env.eval
     spec = EnvSpec(
@@ -143,6 +142,17 @@ def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, fl
     )  # fmt: skip
     if weights is not None:
         policy.load_state_dict(load_file(weights))
+    return policy
+
+
+def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, float]:
+    """Real-simulator success per task of the config's policy (``weights``: a rollout safetensors file)."""
+    import torch
+
+    from policy_and_value.offline.evaluate import evaluate_in_metaworld
+
+    ecfg = cfg.env.eval
+    policy = eval_policy(cfg, weights)
     torch.manual_seed(seed)  # the same initial noise draws for every policy evaluated with this seed
     res = evaluate_in_metaworld(
         policy, list(ecfg.tasks), episodes, list(ecfg.cameras), ecfg.image_size, ecfg.state_type,

@@ -1,0 +1,106 @@
+"""Does the policy aim at its target? Where the hand ends against where the target is, across layouts.
+
+    .venv/bin/python benchmarks/policy_aim.py --config rl_metaworld_dense_critic \\
+        --runs imitation logs/critic/wm_seed0 [--layout-seed 1] [--episodes 50] [--seed 0]
+
+Why: a policy imitated from a few demonstrations can replay one trajectory whatever the layout, and
+succeed only where the target happens to lie on it; RL then has to teach it to read the target's
+position, which a success rate alone does not show. For every task whose hand must end on a point
+(``reach-v3``: the goal; ``button-press-topdown-v3``: the button), each policy plays one ODE episode on
+each of ``--episodes`` layouts and the hand's x and y where the episode ends (success, or the step limit)
+are regressed on the target's: slope 1 follows the target, 0 goes to the same place every time. Also
+printed: success, the correlation, and how far (xy) the hand ends from the target in successes and
+failures. ``imitation`` stands for the config's start policy; a run directory's latest checkpoint is
+loaded (as ``eval_saved_runs.py`` does).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import torch
+
+TARGETS = {"reach-v3": ("goal", slice(36, 39)), "button-press-topdown-v3": ("button", slice(4, 7))}
+
+
+@torch.no_grad()
+def aim(policy, cfg, task: str, episodes: int, layout_seed: int, seed: int) -> dict[str, float]:
+    """Success, slopes and correlations of the hand's end x / y on the target's, and the misses (m)."""
+    from policy_and_value.envs.metaworld_env import MetaWorldEnv
+
+    ecfg = cfg.env.eval.model_copy(
+        update={"tasks": [task], "num_envs": episodes, "auto_reset": False, "layout_seed": layout_seed}
+    )
+    env = MetaWorldEnv(ecfg, episodes, seed=1000 + seed)
+    torch.manual_seed(seed)
+    try:
+        obs, _ = env.reset()
+        target = obs["state"][:, TARGETS[task][1]].numpy().copy()
+        end = obs["state"][:, 0:3].numpy().copy()
+        alive = torch.ones(episodes, dtype=torch.bool)
+        success = torch.zeros(episodes, dtype=torch.bool)
+        while alive.any():
+            actions = policy.predict(obs, mode="eval").actions
+            obs, _, terminated, truncated, _ = env.chunk_step(actions.clamp(-1, 1))
+            live = alive.numpy()
+            end[live] = obs["state"][live, 0:3].numpy()  # the hand where each episode last stepped
+            success |= alive & terminated
+            alive &= ~(terminated | truncated)
+    finally:
+        env.close()
+    won = success.numpy()
+    miss = np.linalg.norm(end[:, :2] - target[:, :2], axis=1)
+    out = {"success": float(won.mean())}
+    for d, axis in enumerate("xy"):
+        out[f"slope_{axis}"] = float(np.polyfit(target[:, d], end[:, d], 1)[0])
+        out[f"corr_{axis}"] = float(np.corrcoef(target[:, d], end[:, d])[0, 1])
+    out["miss_success"] = float(miss[won].mean()) if won.any() else float("nan")
+    out["miss_failure"] = float(miss[~won].mean()) if (~won).any() else float("nan")
+    return out
+
+
+def main() -> None:
+    from eval_saved_runs import latest_weights
+    from imagination_gain import eval_policy
+
+    from policy_and_value.config import load_config
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--config", default="rl_metaworld_dense_critic")
+    p.add_argument(
+        "--runs", nargs="+", default=["imitation"], help="run directories, or 'imitation' for the start"
+    )
+    p.add_argument(
+        "--tasks", nargs="+", default=None, help=f"default: the eval env's among {', '.join(TARGETS)}"
+    )
+    p.add_argument(
+        "--layout-seed", type=int, default=1, help="the layouts (1: the evaluation's, unseen in training)"
+    )
+    p.add_argument("--episodes", type=int, default=50, help="layouts per task, one episode each")
+    p.add_argument("--seed", type=int, default=0, help="the layout and noise draws")
+    args, overrides = p.parse_known_args()
+    weights = {run: None if run == "imitation" else latest_weights(run) for run in args.runs}  # checked first
+    cfg = load_config(args.config, overrides)
+    tasks = args.tasks or [t for t in cfg.env.eval.tasks if t in TARGETS]
+    for t in tasks:
+        if t not in TARGETS:
+            p.error(f"--tasks {t}: allowed: {', '.join(TARGETS)} (tasks whose hand ends on a point)")
+    if not tasks:
+        p.error(f"--config {args.config}: its eval tasks include none of {', '.join(TARGETS)}")
+    print("| policy | task | success | slope x (corr) | slope y (corr) | miss: success / failure (cm) |")
+    print("|---|---|---|---|---|---|")
+    for run, path in weights.items():
+        policy = eval_policy(cfg, path).eval()
+        for task in tasks:
+            r = aim(policy, cfg, task, args.episodes, args.layout_seed, args.seed)
+            print(
+                f"| {run} | {task} | {r['success']:.0%} | {r['slope_x']:+.2f} ({r['corr_x']:+.2f}) | "
+                f"{r['slope_y']:+.2f} ({r['corr_y']:+.2f}) | {100 * r['miss_success']:.1f} / "
+                f"{100 * r['miss_failure']:.1f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
