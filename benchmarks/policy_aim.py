@@ -9,9 +9,12 @@ position, which a success rate alone does not show. For every task whose hand mu
 (``reach-v3``: the goal; ``button-press-topdown-v3``: the button), each policy plays one ODE episode on
 each of ``--episodes`` layouts and the hand's x and y where the episode ends (success, or the step limit)
 are regressed on the target's: slope 1 follows the target, 0 goes to the same place every time. Also
-printed: success, the correlation, and how far (xy) the hand ends from the target in successes and
-failures. ``imitation`` stands for the config's start policy; a run directory's latest checkpoint is
-loaded (as ``eval_saved_runs.py`` does).
+printed: success, the correlation, the hand's mean offset from the target (bias: what a policy that goes
+to one place can still correct) and how far (xy) the hand ends from the target in successes and failures.
+``--open-loop`` adds the ceiling of a policy that ignores where the button is: the best success of a
+scripted hand that presses at one fixed point (the best of a 1 cm grid) on the same layouts.
+``imitation`` stands for the config's start policy; a run directory's latest checkpoint is loaded (as
+``eval_saved_runs.py`` does). Put config overrides before ``--runs``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ TARGETS = {"reach-v3": ("goal", slice(36, 39)), "button-press-topdown-v3": ("but
 
 @torch.no_grad()
 def aim(policy, cfg, task: str, episodes: int, layout_seed: int, seed: int) -> dict[str, float]:
-    """Success, slopes and correlations of the hand's end x / y on the target's, and the misses (m)."""
+    """Success, slopes and correlations of the hand's end x / y on the target's, its mean offset from the
+    target (bias, m) and the xy misses (m)."""
     from policy_and_value.envs.metaworld_env import MetaWorldEnv
 
     ecfg = cfg.env.eval.model_copy(
@@ -55,9 +59,42 @@ def aim(policy, cfg, task: str, episodes: int, layout_seed: int, seed: int) -> d
     for d, axis in enumerate("xy"):
         out[f"slope_{axis}"] = float(np.polyfit(target[:, d], end[:, d], 1)[0])
         out[f"corr_{axis}"] = float(np.corrcoef(target[:, d], end[:, d])[0, 1])
+        out[f"bias_{axis}"] = float((end[:, d] - target[:, d]).mean())
     out["miss_success"] = float(miss[won].mean()) if won.any() else float("nan")
     out["miss_failure"] = float(miss[~won].mean()) if (~won).any() else float("nan")
     return out
+
+
+@torch.no_grad()
+def press_at(cfg, point: tuple[float, float], episodes: int, layout_seed: int, seed: int) -> float:
+    """Success of a scripted hand that presses down at one fixed (x, y) on every button-press-topdown layout."""
+    from policy_and_value.envs.metaworld_env import MetaWorldEnv
+
+    task = "button-press-topdown-v3"
+    ecfg = cfg.env.eval.model_copy(
+        update={"tasks": [task], "num_envs": episodes, "auto_reset": False, "layout_seed": layout_seed,
+                "use_images": False}
+    )  # fmt: skip
+    env = MetaWorldEnv(ecfg, episodes, seed=1000 + seed)
+    xy = torch.tensor(point, dtype=torch.float32)
+    try:
+        obs, _ = env.reset()
+        alive = torch.ones(episodes, dtype=torch.bool)
+        success = torch.zeros(episodes, dtype=torch.bool)
+        while alive.any():
+            hand = obs["state"][:, 0:3]
+            above = (hand[:, :2] - xy).norm(dim=1) < 0.01  # over the point: go down, else stay up and move
+            goal = torch.cat([xy.expand(episodes, 2), torch.where(above, 0.1, 0.35)[:, None]], dim=1)
+            move = ((goal - hand) * 25).clamp(-1, 1)
+            action = torch.cat([move, -torch.ones(episodes, 1)], dim=1)
+            obs, _, terminated, truncated, _ = env.chunk_step(
+                action[:, None].repeat(1, ecfg.num_action_chunks, 1)
+            )
+            success |= alive & terminated
+            alive &= ~(terminated | truncated)
+    finally:
+        env.close()
+    return float(success.float().mean())
 
 
 def main() -> None:
@@ -79,6 +116,10 @@ def main() -> None:
     )
     p.add_argument("--episodes", type=int, default=50, help="layouts per task, one episode each")
     p.add_argument("--seed", type=int, default=0, help="the layout and noise draws")
+    p.add_argument(
+        "--open-loop", action="store_true",
+        help="also the best success of a scripted press at one fixed (x, y) for every button layout (7x7 grid, 1 cm)",
+    )  # fmt: skip
     args, overrides = p.parse_known_args()
     weights = {run: None if run == "imitation" else latest_weights(run) for run in args.runs}  # checked first
     cfg = load_config(args.config, overrides)
@@ -88,18 +129,30 @@ def main() -> None:
             p.error(f"--tasks {t}: allowed: {', '.join(TARGETS)} (tasks whose hand ends on a point)")
     if not tasks:
         p.error(f"--config {args.config}: its eval tasks include none of {', '.join(TARGETS)}")
-    print("| policy | task | success | slope x (corr) | slope y (corr) | miss: success / failure (cm) |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| policy | task | success | slope x (corr) | slope y (corr) | bias x / y (cm) | miss: success / failure (cm) |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for run, path in weights.items():
         policy = eval_policy(cfg, path).eval()
         for task in tasks:
             r = aim(policy, cfg, task, args.episodes, args.layout_seed, args.seed)
             print(
                 f"| {run} | {task} | {r['success']:.0%} | {r['slope_x']:+.2f} ({r['corr_x']:+.2f}) | "
-                f"{r['slope_y']:+.2f} ({r['corr_y']:+.2f}) | {100 * r['miss_success']:.1f} / "
+                f"{r['slope_y']:+.2f} ({r['corr_y']:+.2f}) | {100 * r['bias_x']:+.1f} / {100 * r['bias_y']:+.1f} | "
+                f"{100 * r['miss_success']:.1f} / "
                 f"{100 * r['miss_failure']:.1f} |",
                 flush=True,
             )
+    if args.open_loop:
+        best = max(
+            (press_at(cfg, (x / 100, y / 100), args.episodes, args.layout_seed, args.seed), (x, y))
+            for x in range(-4, 3) for y in range(81, 88)
+        )  # fmt: skip
+        print(
+            f"open loop, button-press-topdown-v3: the best fixed press point (x {best[1][0]} cm, y {best[1][1]} cm) "
+            f"succeeds on {best[0]:.0%} of the same layouts"
+        )
 
 
 if __name__ == "__main__":

@@ -42,3 +42,16 @@ def test_slope_follows_whether_the_hand_goes_to_the_goal(monkeypatch, gain):
         assert r["slope_x"] > 0.8 and r["corr_x"] > 0.9 and r["success"] > 0.5
     else:
         assert abs(r["slope_x"]) < 0.2 and r["miss_failure"] > 0.02
+
+
+def test_a_fixed_press_point_succeeds_only_where_the_button_is_under_it(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    bench = load_benchmark("policy_aim")
+    env = EnvConfig(
+        env_type="metaworld", tasks=["button-press-topdown-v3"], num_envs=1, num_action_chunks=4,
+        max_episode_steps=150, state_type="full",
+    )  # fmt: skip
+    cfg = SimpleNamespace(env=SimpleNamespace(eval=env))
+    centre = bench.press_at(cfg, (-0.02, 0.84), 8, 1, 0)
+    off_table = bench.press_at(cfg, (0.3, 0.6), 8, 1, 0)
+    assert centre > 0.25 and off_table == 0.0
