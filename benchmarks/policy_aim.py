@@ -20,27 +20,40 @@ scripted hand that presses at one fixed point (the best of a 1 cm grid) on the s
 from __future__ import annotations
 
 import argparse
+from types import SimpleNamespace
 
 import numpy as np
 import torch
 
-TARGETS = {"reach-v3": ("goal", slice(36, 39)), "button-press-topdown-v3": ("button", slice(4, 7))}
+# where each task's target sits in the full 39-dim state: reach's goal, the button's position
+TARGETS = {"reach-v3": slice(36, 39), "button-press-topdown-v3": slice(4, 7)}
+
+
+def task_env(cfg, task: str, episodes: int, layout_seed: int, seed: int, **update):
+    """One Meta-World env per episode, all of ``task``, as the config's eval env (``update``: other keys)."""
+    from policy_and_value.envs.metaworld_env import MetaWorldEnv
+
+    ecfg = cfg.env.eval.model_copy(
+        update={
+            "tasks": [task],
+            "num_envs": episodes,
+            "auto_reset": False,
+            "layout_seed": layout_seed,
+            **update,
+        }
+    )
+    return MetaWorldEnv(ecfg, episodes, seed=1000 + seed)
 
 
 @torch.no_grad()
 def aim(policy, cfg, task: str, episodes: int, layout_seed: int, seed: int) -> dict[str, float]:
     """Success, slopes and correlations of the hand's end x / y on the target's, its mean offset from the
     target (bias, m) and the xy misses (m)."""
-    from policy_and_value.envs.metaworld_env import MetaWorldEnv
-
-    ecfg = cfg.env.eval.model_copy(
-        update={"tasks": [task], "num_envs": episodes, "auto_reset": False, "layout_seed": layout_seed}
-    )
-    env = MetaWorldEnv(ecfg, episodes, seed=1000 + seed)
+    env = task_env(cfg, task, episodes, layout_seed, seed)
     torch.manual_seed(seed)
     try:
         obs, _ = env.reset()
-        target = obs["state"][:, TARGETS[task][1]].numpy().copy()
+        target = obs["state"][:, TARGETS[task]].numpy().copy()
         end = obs["state"][:, 0:3].numpy().copy()
         alive = torch.ones(episodes, dtype=torch.bool)
         success = torch.zeros(episodes, dtype=torch.bool)
@@ -65,33 +78,30 @@ def aim(policy, cfg, task: str, episodes: int, layout_seed: int, seed: int) -> d
     return out
 
 
-@torch.no_grad()
+class FixedPress:
+    """A scripted hand that moves over one fixed (x, y), whatever the layout, and presses down there."""
+
+    def __init__(self, point: tuple[float, float], num_action_chunks: int):
+        self.xy = torch.tensor(point, dtype=torch.float32)
+        self.chunk = num_action_chunks
+
+    def predict(self, obs, mode: str) -> SimpleNamespace:
+        hand = obs["state"][:, 0:3]
+        n = len(hand)
+        above = (hand[:, :2] - self.xy).norm(dim=1) < 0.01  # over the point: go down, else stay up and move
+        goal = torch.cat([self.xy.expand(n, 2), torch.where(above, 0.1, 0.35)[:, None]], dim=1)
+        move = ((goal - hand) * 25).clamp(-1, 1)
+        action = torch.cat([move, -torch.ones(n, 1)], dim=1)
+        return SimpleNamespace(actions=action[:, None].repeat(1, self.chunk, 1))
+
+
 def press_at(cfg, point: tuple[float, float], episodes: int, layout_seed: int, seed: int) -> float:
     """Success of a scripted hand that presses down at one fixed (x, y) on every button-press-topdown layout."""
-    from policy_and_value.envs.metaworld_env import MetaWorldEnv
+    from policy_and_value.offline.evaluate import play_episodes
 
-    task = "button-press-topdown-v3"
-    ecfg = cfg.env.eval.model_copy(
-        update={"tasks": [task], "num_envs": episodes, "auto_reset": False, "layout_seed": layout_seed,
-                "use_images": False}
-    )  # fmt: skip
-    env = MetaWorldEnv(ecfg, episodes, seed=1000 + seed)
-    xy = torch.tensor(point, dtype=torch.float32)
+    env = task_env(cfg, "button-press-topdown-v3", episodes, layout_seed, seed, use_images=False)
     try:
-        obs, _ = env.reset()
-        alive = torch.ones(episodes, dtype=torch.bool)
-        success = torch.zeros(episodes, dtype=torch.bool)
-        while alive.any():
-            hand = obs["state"][:, 0:3]
-            above = (hand[:, :2] - xy).norm(dim=1) < 0.01  # over the point: go down, else stay up and move
-            goal = torch.cat([xy.expand(episodes, 2), torch.where(above, 0.1, 0.35)[:, None]], dim=1)
-            move = ((goal - hand) * 25).clamp(-1, 1)
-            action = torch.cat([move, -torch.ones(episodes, 1)], dim=1)
-            obs, _, terminated, truncated, _ = env.chunk_step(
-                action[:, None].repeat(1, ecfg.num_action_chunks, 1)
-            )
-            success |= alive & terminated
-            alive &= ~(terminated | truncated)
+        success = play_episodes(FixedPress(point, env.cfg.num_action_chunks), env)
     finally:
         env.close()
     return float(success.float().mean())
