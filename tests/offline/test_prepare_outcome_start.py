@@ -23,3 +23,15 @@ def test_rebuild_script_writes_a_policy_and_reports_its_stages(tmp_path):
     again = subprocess.run(["bash", str(REPO / "scripts" / "prepare_outcome_start.sh"), str(out)],
                            env=env, capture_output=True, text=True)  # fmt: skip
     assert again.returncode == 2 and "exists; choose a new directory" in again.stderr
+
+
+def test_demos_only_stops_after_the_demonstrations(tmp_path):
+    out = tmp_path / "demos_only"
+    env = dict(os.environ, EPISODES="1", DEMOS="1", NUM_ENVS="3", DEMOS_ONLY="1")
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "prepare_outcome_start.sh"), str(out)],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (out / "demos" / "index.json").is_file() and not (out / "sft").exists()
+    assert "imitation policy" not in done.stdout and f"demonstrations: {out}/demos" in done.stdout

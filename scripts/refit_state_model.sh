@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Align a state world model with a new starting policy (the data it is trained on should be the policy's own):
+#   the policy's rollouts on the training layouts, sampled with RL's exploration noise -> added to the model's
+#   own training rollouts -> a warm-started refit of every part (states, success classifier, reward head) and
+#   of the renderer -> the gauge, on the new policy's rollouts on layouts never trained on, for the model it
+#   started from and the refitted one.
+#
+#   bash scripts/refit_state_model.sh POLICY_DIR [OUT]        (default OUT: logs/state_refit)
+#
+# Environment (defaults = the shipped state_outcome_start20 recipe): BASE_MODEL=assets/world_models/state_outcome/model
+# BASE_DATA (the base model's training rollouts; empty: rebuilt as scripts/prepare_state_outcome.sh collects
+# them, 232 s) EPISODES=60 (a task) NOISE=0.5 STEPS=1000 (training steps of the states and of the renderer)
+# GAUGE_SEEDS="0 1" GAUGE_STARTS=9 (a task) GAUGE_SAMPLES=4 GAUGE_STEPS=150.
+# OUT/model is the refitted model: point env.train.state_model_config at it.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"
+
+POLICY="${1:?usage: bash scripts/refit_state_model.sh POLICY_DIR [OUT]}"
+OUT="${2:-logs/state_refit}"
+BASE_MODEL="${BASE_MODEL:-assets/world_models/state_outcome/model}"
+BASE_DATA="${BASE_DATA:-}"
+EPISODES="${EPISODES:-60}"
+NOISE="${NOISE:-0.5}"
+STEPS="${STEPS:-1000}"
+GAUGE_SEEDS="${GAUGE_SEEDS:-0 1}"
+GAUGE_STARTS="${GAUGE_STARTS:-9}"
+GAUGE_SAMPLES="${GAUGE_SAMPLES:-4}"
+GAUGE_STEPS="${GAUGE_STEPS:-150}"
+TASKS=(reach-v3 button-press-topdown-v3 door-open-v3)
+CAMERAS=(corner gripperPOV)
+[ -f "$POLICY/config.json" ] || { echo "POLICY_DIR=$POLICY: no config.json; expected a policy directory" >&2; exit 2; }
+[ -f "$BASE_MODEL/config.json" ] || { echo "BASE_MODEL=$BASE_MODEL: no config.json; expected a state model" >&2; exit 2; }
+fresh_out "$OUT"
+
+collect() {  # collect POLICY OUT: EPISODES rollouts a task on the training layouts (layout_seed 0), seed 5
+  "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$EPISODES" \
+    --cameras "${CAMERAS[@]}" --seed 5 --num-envs 12 --policy-dir "$1" --noise-level "$NOISE" --out "$2"
+}
+if [ -z "$BASE_DATA" ]; then
+  BASE_DATA="$OUT/base_rollouts"
+  stage "base model's rollouts" collect assets/metaworld_outcome/policy "$BASE_DATA"
+fi
+stage "policy rollouts" collect "$POLICY" "$OUT/rollouts"
+stage "merge" "$PY" -m toolkits.episodes.merge --data "$BASE_DATA" "$OUT/rollouts" --out "$OUT/data"
+stage "refit" "$PY" -m world_models.train_state_model data.path="$OUT/data" output_dir="$OUT" \
+  init_model_dir="$BASE_MODEL" train.steps="$STEPS" render.dynamics_model_dir=assets/world_models/tiny_3tasks \
+  render.steps="$STEPS"
+stage "gauge starts" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$GAUGE_STARTS" \
+  --max-episode-steps 4 --cameras "${CAMERAS[@]}" --seed 21 --num-envs "$GAUGE_STARTS" --layout-seed 1 \
+  --out "$OUT/gauge_starts"
+for which in base refit; do
+  model="$BASE_MODEL"; [ "$which" = refit ] && model="$OUT/model"
+  for seed in $GAUGE_SEEDS; do
+    stage "gauge, $which, seed $seed" "$PY" benchmarks/wm_outcome_gauge.py --config rl_metaworld_dense_wm \
+      --starts "$OUT/gauge_starts" --seed "$seed" --starts-per-task "$GAUGE_STARTS" --samples "$GAUGE_SAMPLES" \
+      --episode-steps "$GAUGE_STEPS" rollout.model_dir="$POLICY" env.eval.ignore_terminations=true \
+      env.train.state_model_config="$model"
+  done
+done
+
+print_stages refit_state_model
+echo "train in it:"
+echo "  bash scripts/run_embodiment.sh rl_metaworld_dense_wm_critic rollout.model_dir=$POLICY \\"
+echo "    env.train.state_model_config=$OUT/model"
