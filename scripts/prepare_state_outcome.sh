@@ -8,7 +8,8 @@
 #
 # Sizes by environment variables (defaults = the shipped recipe): EPISODES=60 STATE_STEPS=1500
 # RENDER_STEPS=6000 HEAD_STEPS=3500 LONG_STEPS=2000 STARTS=16. OUT/train/model is the shipped
-# state_outcome/model, OUT/long/model the shipped state_outcome/model_long; OUT/rollouts is what
+# state_outcome/model, OUT/long/model state_outcome/model_long (in the history:
+# git checkout 2a4317f -- assets/world_models/state_outcome/model_long); OUT/rollouts is what
 # coevolution.state_model_data takes.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"

@@ -13,7 +13,12 @@ REPO = Path(__file__).resolve().parents[2]
 RESET_EPISODES = REPO / "assets" / "quickstart" / "reset_episodes"  # reach, drawer-close, button-press
 # configs whose models a script builds under logs/ (validated with tiny models in their own tests)
 # rl_release_libero: scripts/libero_loop.sh builds them; tests/envs/test_libero_loop.py
-BUILT_BY_SCRIPT = {"rl_release_libero": "logs/libero_loop"}
+# the *_20demo recipes: their anchor's demonstrations (DEMOS=20 DEMOS_ONLY=1 bash scripts/prepare_outcome_start.sh)
+BUILT_BY_SCRIPT = {
+    "rl_release_libero": "logs/libero_loop",
+    "rl_metaworld_dense_critic_20demo": "data/outcome_start20",
+    "rl_metaworld_dense_wm_critic_20demo": "data/outcome_start20",
+}
 
 
 @pytest.mark.parametrize("name", sorted(available_configs()))

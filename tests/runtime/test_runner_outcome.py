@@ -41,6 +41,20 @@ def test_shipped_start_matches_its_checksums():
     assert assert_matches_sha256sums(REPO / "assets" / "metaworld_outcome") >= 7
 
 
+@pytest.mark.parametrize("name", ["rl_metaworld_dense_critic_20demo", "rl_metaworld_dense_wm_critic_20demo"])
+def test_the_start_that_aims_is_whole_and_its_recipes_validate(name):
+    """The shipped 20-demonstration start (its anchor's 57 demonstrations are rebuilt, so the list of their
+    checksums is all it ships of them) and its two recipes, with the 2-demonstration start's anchor standing in."""
+    from policy_and_value.config import load_config
+
+    root = REPO / "assets" / "metaworld_outcome20"
+    assert assert_matches_sha256sums(root) == 5
+    assert len((root / "DEMOS.SHA256SUMS").read_text().splitlines()) == 57
+    anchor = REPO / "assets" / "metaworld_outcome" / "demos"
+    cfg = load_config(name, [f"algorithm.offline_data_path={anchor}"])
+    assert cfg.rollout.model_dir == "assets/metaworld_outcome20/policy"
+
+
 def test_outcome_job_trains_resumes_exactly_and_its_checkpoint_serves(tmp_path: Path):
     full = run_and_read("rl_metaworld_outcome", tmp_path, "full", [*SMALL, "runner.max_steps=3"])
     assert [r["step"] for r in full] == [1, 2, 3]

@@ -92,16 +92,17 @@ def test_rollout_shapes_members_and_round_trip(tmp_path):
 
 
 def test_shipped_state_models_match_their_checksums_and_load_strictly():
-    """Both shipped models (``model``, ``model_long``) are whole and load into the current StateModel, with
-    the renderer and reward head the dense recipe reads."""
+    """Both shipped models (``state_outcome/model`` and its refit on the 20-demonstration start's rollouts,
+    ``state_outcome20/model``) are whole and load into the current StateModel, with the renderer and reward
+    head the dense recipes read."""
     from tests.assets import REPO, assert_matches_sha256sums
 
-    root = REPO / "assets" / "world_models" / "state_outcome"
-    assert assert_matches_sha256sums(root) >= 4
-    first, longer = (StateModel.from_pretrained(root / name) for name in ("model", "model_long"))
-    assert first.cfg == longer.cfg and first.cfg.reward_head and first.cfg.latent_shape
+    roots = [REPO / "assets" / "world_models" / name for name in ("state_outcome", "state_outcome20")]
+    assert assert_matches_sha256sums(roots[0]) >= 4 and assert_matches_sha256sums(roots[1]) == 2
+    first, refitted = (StateModel.from_pretrained(root / "model") for root in roots)
+    assert first.cfg == refitted.cfg and first.cfg.reward_head and first.cfg.latent_shape
     assert any(
-        not torch.equal(a, b) for a, b in zip(first.state_dict().values(), longer.state_dict().values())
+        not torch.equal(a, b) for a, b in zip(first.state_dict().values(), refitted.state_dict().values())
     )
 
 
