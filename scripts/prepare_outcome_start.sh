@@ -14,6 +14,7 @@
 # At the end it prints the override that points rl_metaworld_outcome at the result.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/outcome_tasks.sh"
 
 OUT="${1:-logs/outcome_start}"
 EPISODES="${EPISODES:-20}"
@@ -23,8 +24,6 @@ SFT_STEPS="${SFT_STEPS:-1500}"
 EVAL_EPISODES="${EVAL_EPISODES:-50}"
 NUM_ENVS="${NUM_ENVS:-12}"
 DEMOS_ONLY="${DEMOS_ONLY:-0}"
-TASKS=(reach-v3 button-press-topdown-v3 door-open-v3)
-CAMERAS=(corner gripperPOV)
 fresh_out "$OUT"
 
 # layouts of layout_seed 0 (the training layouts); evaluation uses layout_seed 1

@@ -7,12 +7,13 @@
 #   bash scripts/prepare_state_outcome.sh [OUT]        (default OUT: logs/state_outcome)
 #
 # Sizes by environment variables (defaults = the shipped recipe): EPISODES=60 STATE_STEPS=1500
-# RENDER_STEPS=6000 HEAD_STEPS=3500 LONG_STEPS=2000 STARTS=16. OUT/train/model is the shipped
-# state_outcome/model, OUT/long/model state_outcome/model_long (in the history:
-# git checkout 2a4317f -- assets/world_models/state_outcome/model_long); OUT/rollouts is what
+# RENDER_STEPS=6000 HEAD_STEPS=3500 LONG_STEPS=2000 STARTS=16 GAUGE_STARTS=9 (a task) GAUGE_SAMPLES=4
+# GAUGE_STEPS=150. OUT/train/model is the shipped state_outcome/model, OUT/long/model state_outcome/model_long
+# (in the history: git checkout 2a4317f -- assets/world_models/state_outcome/model_long); OUT/rollouts is what
 # coevolution.state_model_data takes.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/outcome_tasks.sh"
 
 OUT="${1:-logs/state_outcome}"
 EPISODES="${EPISODES:-60}"
@@ -21,14 +22,13 @@ RENDER_STEPS="${RENDER_STEPS:-6000}"
 HEAD_STEPS="${HEAD_STEPS:-3500}"
 LONG_STEPS="${LONG_STEPS:-2000}"
 STARTS="${STARTS:-16}"
-TASKS=(reach-v3 button-press-topdown-v3 door-open-v3)
-CAMERAS=(corner gripperPOV)
+GAUGE_STARTS="${GAUGE_STARTS:-9}"
+GAUGE_SAMPLES="${GAUGE_SAMPLES:-4}"
+GAUGE_STEPS="${GAUGE_STEPS:-150}"
 fresh_out "$OUT"
 
 # the policy rl_metaworld_outcome_wm starts from, sampled with its exploration noise, on training layouts
-stage "policy rollouts" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$EPISODES" \
-  --cameras "${CAMERAS[@]}" --seed 5 --num-envs 12 --policy-dir assets/metaworld_outcome/policy --noise-level 0.5 \
-  --out "$OUT/rollouts"
+stage "policy rollouts" policy_rollouts assets/metaworld_outcome/policy "$EPISODES" 0.5 "$OUT/rollouts"
 stage "state model" "$PY" -m world_models.train_state_model data.path="$OUT/rollouts" output_dir="$OUT/states" \
   train.steps="$STATE_STEPS" render.dynamics_model_dir=assets/world_models/tiny_3tasks render.steps="$RENDER_STEPS" \
   model.reward_head=false
@@ -41,12 +41,12 @@ stage "longer training" "$PY" -m world_models.train_state_model data.path="$OUT/
   render.steps="$LONG_STEPS"
 stage "start frames" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$STARTS" \
   --max-episode-steps 4 --cameras "${CAMERAS[@]}" --seed 11 --num-envs 12 --layout-seed 0 --out "$OUT/starts"
-stage "gauge starts" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task 9 \
-  --max-episode-steps 4 --cameras "${CAMERAS[@]}" --seed 21 --num-envs 9 --layout-seed 1 --out "$OUT/gauge_starts"
-stage "gauge" "$PY" benchmarks/wm_outcome_gauge.py --config rl_metaworld_outcome_wm --starts "$OUT/gauge_starts" \
+stage "gauge starts" gauge_starts "$GAUGE_STARTS" "$OUT/gauge_starts"
+GAUGE=(--starts "$OUT/gauge_starts" --starts-per-task "$GAUGE_STARTS" --samples "$GAUGE_SAMPLES" --episode-steps "$GAUGE_STEPS")
+stage "gauge" "$PY" benchmarks/wm_outcome_gauge.py --config rl_metaworld_outcome_wm "${GAUGE[@]}" \
   env.train.state_model_config="$OUT/train/model" env.train.dynamics_model_image_root="$OUT/starts"
 # the longer-trained model on the same starts with the shaped reward, whole 150-step episodes (rl_metaworld_dense_wm)
-stage "dense gauge" "$PY" benchmarks/wm_outcome_gauge.py --config rl_metaworld_dense_wm --starts "$OUT/gauge_starts" \
+stage "dense gauge" "$PY" benchmarks/wm_outcome_gauge.py --config rl_metaworld_dense_wm "${GAUGE[@]}" \
   env.eval.ignore_terminations=true env.train.state_model_config="$OUT/long/model" \
   env.train.dynamics_model_image_root="$OUT/starts"
 

@@ -7,13 +7,15 @@
 #
 #   bash scripts/refit_state_model.sh POLICY_DIR [OUT]        (default OUT: logs/state_refit)
 #
-# Environment (defaults = the shipped state_outcome_start20 recipe): BASE_MODEL=assets/world_models/state_outcome/model
-# BASE_DATA (the base model's training rollouts; empty: rebuilt as scripts/prepare_state_outcome.sh collects
-# them, 232 s) EPISODES=60 (a task) NOISE=0.5 STEPS=1000 (training steps of the states and of the renderer)
+# Environment (defaults = the recipe of assets/world_models/state_outcome20):
+# BASE_MODEL=assets/world_models/state_outcome/model BASE_DATA (the base model's training rollouts; empty:
+# rebuilt as scripts/prepare_state_outcome.sh collects them, 232 s, which only the default BASE_MODEL allows)
+# EPISODES=60 (a task) NOISE=0.5 STEPS=1000 (training steps of the states and of the renderer)
 # GAUGE_SEEDS="0 1" GAUGE_STARTS=9 (a task) GAUGE_SAMPLES=4 GAUGE_STEPS=150.
 # OUT/model is the refitted model: point env.train.state_model_config at it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/outcome_tasks.sh"
 
 POLICY="${1:?usage: bash scripts/refit_state_model.sh POLICY_DIR [OUT]}"
 OUT="${2:-logs/state_refit}"
@@ -26,28 +28,25 @@ GAUGE_SEEDS="${GAUGE_SEEDS:-0 1}"
 GAUGE_STARTS="${GAUGE_STARTS:-9}"
 GAUGE_SAMPLES="${GAUGE_SAMPLES:-4}"
 GAUGE_STEPS="${GAUGE_STEPS:-150}"
-TASKS=(reach-v3 button-press-topdown-v3 door-open-v3)
-CAMERAS=(corner gripperPOV)
 [ -f "$POLICY/config.json" ] || { echo "POLICY_DIR=$POLICY: no config.json; expected a policy directory" >&2; exit 2; }
 [ -f "$BASE_MODEL/config.json" ] || { echo "BASE_MODEL=$BASE_MODEL: no config.json; expected a state model" >&2; exit 2; }
+DEFAULT_BASE=assets/world_models/state_outcome/model
+if [ -z "$BASE_DATA" ] && [ "$BASE_MODEL" != "$DEFAULT_BASE" ]; then
+  echo "BASE_DATA is empty with BASE_MODEL=$BASE_MODEL: only $DEFAULT_BASE's rollouts can be rebuilt here; set BASE_DATA to the episodes $BASE_MODEL was trained on" >&2
+  exit 2
+fi
 fresh_out "$OUT"
 
-collect() {  # collect POLICY OUT: EPISODES rollouts a task on the training layouts (layout_seed 0), seed 5
-  "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$EPISODES" \
-    --cameras "${CAMERAS[@]}" --seed 5 --num-envs 12 --policy-dir "$1" --noise-level "$NOISE" --out "$2"
-}
 if [ -z "$BASE_DATA" ]; then
   BASE_DATA="$OUT/base_rollouts"
-  stage "base model's rollouts" collect assets/metaworld_outcome/policy "$BASE_DATA"
+  stage "base model's rollouts" policy_rollouts assets/metaworld_outcome/policy "$EPISODES" "$NOISE" "$BASE_DATA"
 fi
-stage "policy rollouts" collect "$POLICY" "$OUT/rollouts"
+stage "policy rollouts" policy_rollouts "$POLICY" "$EPISODES" "$NOISE" "$OUT/rollouts"
 stage "merge" "$PY" -m toolkits.episodes.merge --data "$BASE_DATA" "$OUT/rollouts" --out "$OUT/data"
 stage "refit" "$PY" -m world_models.train_state_model data.path="$OUT/data" output_dir="$OUT" \
   init_model_dir="$BASE_MODEL" train.steps="$STEPS" render.dynamics_model_dir=assets/world_models/tiny_3tasks \
   render.steps="$STEPS"
-stage "gauge starts" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$GAUGE_STARTS" \
-  --max-episode-steps 4 --cameras "${CAMERAS[@]}" --seed 21 --num-envs "$GAUGE_STARTS" --layout-seed 1 \
-  --out "$OUT/gauge_starts"
+stage "gauge starts" gauge_starts "$GAUGE_STARTS" "$OUT/gauge_starts"
 for which in base refit; do
   model="$BASE_MODEL"; [ "$which" = refit ] && model="$OUT/model"
   for seed in $GAUGE_SEEDS; do

@@ -30,3 +30,16 @@ def test_refit_script_writes_a_model_and_gauges_both(tmp_path):
     bad = subprocess.run(["bash", script, str(tmp_path / "nowhere"), str(tmp_path / "x")],
                          env=env, capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2 and "POLICY_DIR=" in bad.stderr and not (tmp_path / "x").exists()
+
+
+def test_refit_script_refuses_a_base_model_whose_data_it_cannot_rebuild(tmp_path):
+    env = dict(
+        os.environ,
+        BASE_DATA="",
+        BASE_MODEL=str(REPO / "assets" / "world_models" / "state_outcome20" / "model"),
+    )
+    policy = str(REPO / "assets" / "metaworld_outcome" / "policy")
+    bad = subprocess.run(["bash", str(REPO / "scripts" / "refit_state_model.sh"), policy, str(tmp_path / "x")],
+                         env=env, capture_output=True, text=True)  # fmt: skip
+    assert bad.returncode == 2 and "BASE_DATA is empty with BASE_MODEL=" in bad.stderr
+    assert not (tmp_path / "x").exists()
