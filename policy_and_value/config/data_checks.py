@@ -10,6 +10,22 @@ from typing import Any
 from policy_and_value.config.errors import config_error
 from policy_and_value.config.schema import JobConfig
 
+# The folders shipped configs read that a script builds instead of the repo shipping them, and that script.
+BUILT_BY_SCRIPT = {
+    "data/outcome_start20": "DEMOS=20 DEMOS_ONLY=1 bash scripts/prepare_outcome_start.sh data/outcome_start20",
+    "logs/libero_loop": "bash scripts/libero_loop.sh",
+}
+
+
+def build_hint(path: str) -> str:
+    """`` (build it with: COMMAND)`` when a script of this repo builds ``path`` (shipped configs point there), else
+    ``""``: the end of a missing-folder error."""
+    norm = os.path.normpath(path)
+    for folder, command in BUILT_BY_SCRIPT.items():
+        if norm == folder or norm.startswith(folder + os.sep):
+            return f" (build it with: {command})"
+    return ""
+
 
 def check_episode_data(
     path: str, tasks: list[str] | None, path_key: str = "data.path", tasks_key: str = "data.tasks"
@@ -20,8 +36,9 @@ def check_episode_data(
 
     if not os.path.isfile(os.path.join(path, "index.json")):
         raise config_error(
-            path_key, path, "no index.json here (write one with python -m toolkits.collect_episodes)"
-        )
+            path_key, path,
+            "no index.json here" + (build_hint(path) or " (write one with python -m toolkits.collect_episodes)"),
+        )  # fmt: skip
     dataset = EpisodeDataset(path)
     missing = [t for t in tasks or [] if t not in dataset.tasks]
     if missing:
@@ -44,7 +61,8 @@ def check_paths(cfg: JobConfig) -> None:
         except CheckpointError as err:
             raise config_error("runner.resume_dir", resume, f"not a complete checkpoint: {err}") from None
     if cfg.rollout.model_dir is not None and not os.path.exists(cfg.rollout.model_dir):
-        raise config_error("rollout.model_dir", cfg.rollout.model_dir, "no such file or directory")
+        path = cfg.rollout.model_dir
+        raise config_error("rollout.model_dir", path, "no such file or directory" + build_hint(path))
 
 
 def check_offline_data(cfg: JobConfig) -> None:

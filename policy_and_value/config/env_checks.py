@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from policy_and_value.config.data_checks import build_hint
 from policy_and_value.config.errors import ConfigError, config_error, format_validation_error
 from policy_and_value.config.schema import EnvConfig, JobConfig
 
@@ -177,7 +178,7 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
                 f"{prefix}.{key}", None, f"env_type world_model needs a directory with {needed}"
             )
         if not os.path.isfile(os.path.join(path, needed)):
-            raise config_error(f"{prefix}.{key}", path, f"no {needed} in this directory")
+            raise config_error(f"{prefix}.{key}", path, f"no {needed} in this directory" + build_hint(path))
     if env.reward_model_ckpt is not None and not os.path.isfile(env.reward_model_ckpt):
         raise config_error(f"{prefix}.reward_model_ckpt", env.reward_model_ckpt, "no such file")
     _check_state_model(env, prefix)
@@ -221,8 +222,9 @@ def _check_state_model(env: EnvConfig, prefix: str) -> None:
     path = os.path.join(env.state_model_config, "config.json")
     if not os.path.isfile(path):
         raise config_error(
-            f"{prefix}.state_model_config", env.state_model_config, "no config.json in this directory"
-        )
+            f"{prefix}.state_model_config", env.state_model_config,
+            "no config.json in this directory" + build_hint(env.state_model_config),
+        )  # fmt: skip
     with open(path) as f:
         saved = json.load(f)
     chunk = saved.get("action_chunk")

@@ -6,18 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from policy_and_value.config import ConfigError, available_configs, load_config
+from policy_and_value.config import ConfigError, available_configs, data_checks, load_config
 from policy_and_value.envs.metaworld_tasks import MT10_TASKS, MT50_TASKS
 
 REPO = Path(__file__).resolve().parents[2]
 RESET_EPISODES = REPO / "assets" / "quickstart" / "reset_episodes"  # reach, drawer-close, button-press
-# configs whose models a script builds under logs/ (validated with tiny models in their own tests)
-# rl_release_libero: scripts/libero_loop.sh builds them; tests/envs/test_libero_loop.py
-# the *_20demo recipes: their anchor's demonstrations (DEMOS=20 DEMOS_ONLY=1 bash scripts/prepare_outcome_start.sh)
+# configs that read folders a script builds (data_checks.BUILT_BY_SCRIPT; each validated with tiny models in the
+# script's own test): until it has run, validation stops at the first such folder and names the script
 BUILT_BY_SCRIPT = {
-    "rl_release_libero": "logs/libero_loop",
-    "rl_metaworld_dense_critic_20demo": "data/outcome_start20",
-    "rl_metaworld_dense_wm_critic_20demo": "data/outcome_start20",
+    "rl_release_libero",
+    "rl_metaworld_dense_critic_20demo",
+    "rl_metaworld_dense_wm_critic_20demo",
 }
 
 
@@ -31,8 +30,10 @@ def test_shipped_configs_compose_and_validate(name):
     if name in BUILT_BY_SCRIPT:
         try:
             load_config(name, [])
-        except ConfigError as err:  # only a model the script has not built (yet) may be missing
-            assert BUILT_BY_SCRIPT[name] in str(err), err
+        except ConfigError as err:  # only a folder the script has not built (yet) may be missing
+            assert any(f"build it with: {cmd}" in str(err) for cmd in data_checks.BUILT_BY_SCRIPT.values()), (
+                err
+            )
         return
     cfg = load_config(name, [])
     assert cfg.runner.max_steps >= 1
@@ -231,3 +232,16 @@ def test_the_critic_group_puts_the_critic_recipe_on_another_job():
     )
     assert added.model.pi0["value_from_state"] and added.algorithm.adv_type == "gae"
     assert added.model_dump() == recipe.model_dump()
+
+
+def test_a_missing_folder_a_script_builds_names_that_script():
+    with pytest.raises(
+        ConfigError, match=r"offline_data_path.*build it with: DEMOS=20 DEMOS_ONLY=1 bash scripts/prepare"
+    ):
+        load_config(
+            "rl_metaworld_dense_critic_20demo", ["algorithm.offline_data_path=data/outcome_start20/gone"]
+        )
+    with pytest.raises(
+        ConfigError, match=r"offline_data_path.*write one with python -m toolkits.collect_episodes"
+    ):
+        load_config("rl_metaworld_dense_critic_20demo", ["algorithm.offline_data_path=data/elsewhere"])
