@@ -2,15 +2,16 @@
 # Align a state world model with a new starting policy (the data it is trained on should be the policy's own):
 #   the policy's rollouts on the training layouts, sampled with RL's exploration noise -> added to the model's
 #   own training rollouts -> a warm-started refit of every part (states, success classifier, reward head) and
-#   of the renderer -> the gauge, on the new policy's rollouts on layouts never trained on, for the model it
-#   started from and the refitted one.
+#   of the renderer (-> optionally longer training of the states) -> the gauge, on the new policy's rollouts on
+#   layouts never trained on, for the model it started from and each one it made.
 #
 #   bash scripts/refit_state_model.sh POLICY_DIR [OUT]        (default OUT: logs/state_refit)
 #
 # Environment (defaults = the recipe of assets/world_models/state_outcome20):
 # BASE_MODEL=assets/world_models/state_outcome/model BASE_DATA (the base model's training rollouts; empty:
 # rebuilt as scripts/prepare_state_outcome.sh collects them, 232 s, which only the default BASE_MODEL allows)
-# EPISODES=60 (a task) NOISE=0.5 STEPS=1000 (training steps of the states and of the renderer)
+# EPISODES=60 (a task) NOISE=0.5 STEPS=1000 (training steps of the states and of the renderer) LONG_STEPS=0
+# (then this many more steps of the states on the same data, the renderer kept: OUT/long/model)
 # GAUGE_SEEDS="0 1" GAUGE_STARTS=9 (a task) GAUGE_SAMPLES=4 GAUGE_STEPS=150.
 # OUT/model is the refitted model: point env.train.state_model_config at it.
 set -euo pipefail
@@ -24,6 +25,7 @@ BASE_DATA="${BASE_DATA:-}"
 EPISODES="${EPISODES:-60}"
 NOISE="${NOISE:-0.5}"
 STEPS="${STEPS:-1000}"
+LONG_STEPS="${LONG_STEPS:-0}"
 GAUGE_SEEDS="${GAUGE_SEEDS:-0 1}"
 GAUGE_STARTS="${GAUGE_STARTS:-9}"
 GAUGE_SAMPLES="${GAUGE_SAMPLES:-4}"
@@ -32,7 +34,8 @@ GAUGE_STEPS="${GAUGE_STEPS:-150}"
 [ -f "$BASE_MODEL/config.json" ] || { echo "BASE_MODEL=$BASE_MODEL: no config.json; expected a state model" >&2; exit 2; }
 DEFAULT_BASE=assets/world_models/state_outcome/model
 if [ -z "$BASE_DATA" ] && [ "$BASE_MODEL" != "$DEFAULT_BASE" ]; then
-  echo "BASE_DATA is empty with BASE_MODEL=$BASE_MODEL: only $DEFAULT_BASE's rollouts can be rebuilt here; set BASE_DATA to the episodes $BASE_MODEL was trained on" >&2
+  echo "BASE_DATA is empty with BASE_MODEL=$BASE_MODEL: only $DEFAULT_BASE's rollouts can be rebuilt here;" \
+    "set BASE_DATA to the episodes $BASE_MODEL was trained on" >&2
   exit 2
 fi
 fresh_out "$OUT"
@@ -46,9 +49,15 @@ stage "merge" "$PY" -m toolkits.episodes.merge --data "$BASE_DATA" "$OUT/rollout
 stage "refit" "$PY" -m world_models.train_state_model data.path="$OUT/data" output_dir="$OUT" \
   init_model_dir="$BASE_MODEL" train.steps="$STEPS" render.dynamics_model_dir=assets/world_models/tiny_3tasks \
   render.steps="$STEPS"
+MODELS=(base "$BASE_MODEL" refit "$OUT/model")
+if [ "$LONG_STEPS" -gt 0 ]; then
+  stage "longer training" "$PY" -m world_models.train_state_model data.path="$OUT/data" output_dir="$OUT/long" \
+    init_model_dir="$OUT/model" train.steps="$LONG_STEPS" render.dynamics_model_dir=null
+  MODELS+=(long "$OUT/long/model")
+fi
 stage "gauge starts" gauge_starts "$GAUGE_STARTS" "$OUT/gauge_starts"
-for which in base refit; do
-  model="$BASE_MODEL"; [ "$which" = refit ] && model="$OUT/model"
+for ((i = 0; i < ${#MODELS[@]}; i += 2)); do
+  which="${MODELS[i]}" model="${MODELS[i + 1]}"
   for seed in $GAUGE_SEEDS; do
     stage "gauge, $which, seed $seed" "$PY" benchmarks/wm_outcome_gauge.py --config rl_metaworld_dense_wm \
       --starts "$OUT/gauge_starts" --seed "$seed" --starts-per-task "$GAUGE_STARTS" --samples "$GAUGE_SAMPLES" \
@@ -60,4 +69,4 @@ done
 print_stages refit_state_model
 echo "train in it:"
 echo "  bash scripts/run_embodiment.sh rl_metaworld_dense_wm_critic rollout.model_dir=$POLICY \\"
-echo "    env.train.state_model_config=$OUT/model"
+echo "    env.train.state_model_config=${MODELS[-1]}"

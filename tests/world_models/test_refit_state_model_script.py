@@ -10,11 +10,11 @@ from tests.assets import REPO
 pytestmark = pytest.mark.slow
 
 
-def test_refit_script_writes_a_model_and_gauges_both(tmp_path):
+def test_refit_script_writes_its_models_and_gauges_each(tmp_path):
     out = tmp_path / "refit"
     assets = REPO / "assets"
     env = dict(
-        os.environ, BASE_DATA=str(assets / "metaworld_outcome" / "demos"), EPISODES="1", STEPS="2",
+        os.environ, BASE_DATA=str(assets / "metaworld_outcome" / "demos"), EPISODES="1", STEPS="2", LONG_STEPS="2",
         GAUGE_SEEDS="0", GAUGE_STARTS="1", GAUGE_SAMPLES="2", GAUGE_STEPS="8",
     )  # fmt: skip
     script = str(REPO / "scripts" / "refit_state_model.sh")
@@ -23,10 +23,12 @@ def test_refit_script_writes_a_model_and_gauges_both(tmp_path):
         ["bash", script, policy, str(out)], env=env, capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert (out / "model" / "model.safetensors").is_file()
+    for model in ("model", "long/model"):  # the refit, and the longer-trained one
+        assert (out / model / "model.safetensors").is_file()
     assert "refit_state_model: done in" in done.stdout
     gauges = done.stdout.count("3 starts x 2 samples, 8-step episodes")
-    assert gauges == 2  # the base model's gauge and the refitted one's
+    assert gauges == 3  # the base model's gauge, the refitted one's and the longer-trained one's
+    assert f"state_model_config={out}/long/model" in done.stdout  # the model to train in
     bad = subprocess.run(["bash", script, str(tmp_path / "nowhere"), str(tmp_path / "x")],
                          env=env, capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2 and "POLICY_DIR=" in bad.stderr and not (tmp_path / "x").exists()
