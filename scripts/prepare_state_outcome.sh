@@ -22,9 +22,6 @@ RENDER_STEPS="${RENDER_STEPS:-6000}"
 HEAD_STEPS="${HEAD_STEPS:-3500}"
 LONG_STEPS="${LONG_STEPS:-2000}"
 STARTS="${STARTS:-16}"
-GAUGE_STARTS="${GAUGE_STARTS:-9}"
-GAUGE_SAMPLES="${GAUGE_SAMPLES:-4}"
-GAUGE_STEPS="${GAUGE_STEPS:-150}"
 fresh_out "$OUT"
 
 # the policy rl_metaworld_outcome_wm starts from, sampled with its exploration noise, on training layouts
@@ -41,12 +38,11 @@ stage "longer training" "$PY" -m world_models.train_state_model data.path="$OUT/
   render.steps="$LONG_STEPS"
 stage "start frames" "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$STARTS" \
   --max-episode-steps 4 --cameras "${CAMERAS[@]}" --seed 11 --num-envs 12 --layout-seed 0 --out "$OUT/starts"
-stage "gauge starts" gauge_starts "$GAUGE_STARTS" "$OUT/gauge_starts"
-GAUGE=(--starts "$OUT/gauge_starts" --starts-per-task "$GAUGE_STARTS" --samples "$GAUGE_SAMPLES" --episode-steps "$GAUGE_STEPS")
-stage "gauge" "$PY" benchmarks/wm_outcome_gauge.py --config rl_metaworld_outcome_wm "${GAUGE[@]}" \
+stage "gauge starts" gauge_starts "$OUT/gauge_starts"
+stage "gauge" outcome_gauge rl_metaworld_outcome_wm "$OUT/gauge_starts" \
   env.train.state_model_config="$OUT/train/model" env.train.dynamics_model_image_root="$OUT/starts"
 # the longer-trained model on the same starts with the shaped reward, whole 150-step episodes (rl_metaworld_dense_wm)
-stage "dense gauge" "$PY" benchmarks/wm_outcome_gauge.py --config rl_metaworld_dense_wm "${GAUGE[@]}" \
+stage "dense gauge" outcome_gauge rl_metaworld_dense_wm "$OUT/gauge_starts" \
   env.eval.ignore_terminations=true env.train.state_model_config="$OUT/long/model" \
   env.train.dynamics_model_image_root="$OUT/starts"
 

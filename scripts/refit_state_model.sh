@@ -20,19 +20,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/outcome_tasks.sh"
 
 POLICY="${1:?usage: bash scripts/refit_state_model.sh POLICY_DIR [OUT]}"
 OUT="${2:-logs/state_refit}"
-BASE_MODEL="${BASE_MODEL:-assets/world_models/state_outcome/model}"
+DEFAULT_BASE=assets/world_models/state_outcome/model   # the one whose rollouts this script can rebuild
+BASE_MODEL="${BASE_MODEL:-$DEFAULT_BASE}"
 BASE_DATA="${BASE_DATA:-}"
 EPISODES="${EPISODES:-60}"
 NOISE="${NOISE:-0.5}"
 STEPS="${STEPS:-1000}"
 LONG_STEPS="${LONG_STEPS:-0}"
 GAUGE_SEEDS="${GAUGE_SEEDS:-0 1}"
-GAUGE_STARTS="${GAUGE_STARTS:-9}"
-GAUGE_SAMPLES="${GAUGE_SAMPLES:-4}"
-GAUGE_STEPS="${GAUGE_STEPS:-150}"
 [ -f "$POLICY/config.json" ] || { echo "POLICY_DIR=$POLICY: no config.json; expected a policy directory" >&2; exit 2; }
 [ -f "$BASE_MODEL/config.json" ] || { echo "BASE_MODEL=$BASE_MODEL: no config.json; expected a state model" >&2; exit 2; }
-DEFAULT_BASE=assets/world_models/state_outcome/model
 if [ -z "$BASE_DATA" ] && [ "$BASE_MODEL" != "$DEFAULT_BASE" ]; then
   echo "BASE_DATA is empty with BASE_MODEL=$BASE_MODEL: only $DEFAULT_BASE's rollouts can be rebuilt here;" \
     "set BASE_DATA to the episodes $BASE_MODEL was trained on" >&2
@@ -55,14 +52,12 @@ if [ "$LONG_STEPS" -gt 0 ]; then
     init_model_dir="$OUT/model" train.steps="$LONG_STEPS" render.dynamics_model_dir=null
   MODELS+=(long "$OUT/long/model")
 fi
-stage "gauge starts" gauge_starts "$GAUGE_STARTS" "$OUT/gauge_starts"
+stage "gauge starts" gauge_starts "$OUT/gauge_starts"
 for ((i = 0; i < ${#MODELS[@]}; i += 2)); do
   which="${MODELS[i]}" model="${MODELS[i + 1]}"
   for seed in $GAUGE_SEEDS; do
-    stage "gauge, $which, seed $seed" "$PY" benchmarks/wm_outcome_gauge.py --config rl_metaworld_dense_wm \
-      --starts "$OUT/gauge_starts" --seed "$seed" --starts-per-task "$GAUGE_STARTS" --samples "$GAUGE_SAMPLES" \
-      --episode-steps "$GAUGE_STEPS" rollout.model_dir="$POLICY" env.eval.ignore_terminations=true \
-      env.train.state_model_config="$model"
+    stage "gauge, $which, seed $seed" outcome_gauge rl_metaworld_dense_wm "$OUT/gauge_starts" --seed "$seed" \
+      rollout.model_dir="$POLICY" env.eval.ignore_terminations=true env.train.state_model_config="$model"
   done
 done
 
