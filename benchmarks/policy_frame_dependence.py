@@ -2,11 +2,16 @@
 replaced: why imagination's frames, not only its states, decide a closed-loop rollout.
 
     MUJOCO_GL=egl .venv/bin/python benchmarks/policy_frame_dependence.py --config rl_release \\
-        --starts data/gauge_starts [--starts-per-task 9] [--samples 4] [--modes real frozen black]
+        --starts data/gauge_starts [--starts-per-task 9] [--samples 4] [OVERRIDES] \\
+        [--modes real frozen black vae rendered]
 
 From the wm_outcome_gauge.py starts (their Meta-World layouts) the config's policy plays ``--samples``
 sampled 150-step episodes per start with the real state and: ``real`` frames; ``frozen``: the start frame
-throughout; ``black``: zero images. The same policy noise draws in every mode. Prints success per task.
+throughout; ``black``: zero images; ``vae``: the real frames encoded and decoded by
+``env.train.dynamics_model_config``'s VAE (the best a renderer onto that VAE can do); ``rendered``: the frames
+``env.train.state_model_config``'s renderer draws from the real state, shifted by the start frame's residual
+as ``frames_from: state_residual`` draws them in imagination. ``rendered`` against ``vae`` is what the renderer
+costs the policy with every state right. The same policy noise draws in every mode. Prints success per task.
 """
 
 from __future__ import annotations
@@ -19,16 +24,51 @@ import torch
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-MODES = ("real", "frozen", "black")
+MODES = ("real", "frozen", "black", "vae", "rendered")
 
 
-def seen_images(mode: str, images: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+class Frames:
+    """Frames made from the real ones or the real states: the dynamics model's VAE round trip, and a state
+    model's renderer with each env's start residual (its start frame's latents minus the rendered start state's)."""
+
+    def __init__(self, dynamics_model_dir: str, state_model_dir: str | None, prompts: list[str]):
+        from world_models.dynamics_model import DynamicsModel
+        from world_models.state_model import StateModel
+
+        self.dynamics = DynamicsModel.from_pretrained(dynamics_model_dir).eval()
+        self.model = StateModel.from_pretrained(state_model_dir).eval() if state_model_dir else None
+        self.tasks = self.model.task_one_hot(prompts) if self.model else None
+        self.offset: torch.Tensor | None = None
+
+    @torch.no_grad()
+    def vae(self, images: torch.Tensor) -> torch.Tensor:
+        """uint8 frames [N, V, H, W, 3] encoded and decoded by the VAE."""
+        return self.dynamics.decode(self.dynamics.encode(images[:, None]))[:, 0]
+
+    @torch.no_grad()
+    def start(self, images: torch.Tensor, states: torch.Tensor) -> None:
+        """Keep each env's start residual, from its start frames and state."""
+        start = self.dynamics.encode(images[:, None])[:, 0]
+        self.offset = start - self.model.render_latents(states, self.tasks)
+
+    @torch.no_grad()
+    def render(self, states: torch.Tensor) -> torch.Tensor:
+        """uint8 frames [N, V, H, W, 3] the renderer draws from states [N, S]."""
+        latents = self.model.render_latents(states, self.tasks) + self.offset
+        return self.dynamics.decode(latents[:, None])[:, 0]
+
+
+def seen_images(mode: str, obs: dict, first: torch.Tensor, frames: Frames | None) -> torch.Tensor:
     """The frames the policy is shown in ``mode``."""
     if mode == "frozen":
         return first
     if mode == "black":
-        return torch.zeros_like(images)
-    return images
+        return torch.zeros_like(obs["images"])
+    if mode == "vae":
+        return frames.vae(obs["images"])
+    if mode == "rendered":
+        return frames.render(obs["state"])
+    return obs["images"]
 
 
 def main() -> None:
@@ -40,7 +80,7 @@ def main() -> None:
     p.add_argument("--starts-per-task", type=int, default=9)
     p.add_argument("--samples", type=int, default=4)
     p.add_argument("--episode-steps", type=int, default=150)
-    p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES[:3]))
     args, overrides = p.parse_known_args()
 
     from policy_and_value.config import load_config
@@ -48,6 +88,11 @@ def main() -> None:
     from policy_and_value.models.registry import make_policy
 
     cfg = load_config(args.config, overrides)
+    needs = {"vae": "dynamics_model_config", "rendered": "state_model_config"}
+    for mode in set(args.modes) & {"vae", "rendered"}:
+        for key in ["dynamics_model_config", needs[mode]]:
+            if not getattr(cfg.env.train, key):
+                raise SystemExit(f"--modes {mode} needs env.train.{key} (set it, or leave {mode} out)")
     tasks = list(cfg.env.eval.tasks)
     starts = load_starts(args.starts, tasks, args.starts_per_task)
     per_round = 3
@@ -59,6 +104,14 @@ def main() -> None:
         cfg.model, env.spec, cfg.algorithm.logprob_type, False, model_dir=cfg.rollout.model_dir
     )
     policy.eval()
+    frames = None
+    if set(args.modes) & {"vae", "rendered"}:
+        rendered = "rendered" in args.modes
+        frames = Frames(
+            cfg.env.train.dynamics_model_config,
+            cfg.env.train.state_model_config if rendered else None,
+            env.prompts,
+        )
     chunks = -(-args.episode_steps // env.chunk)
     print(f"| frames | success | {' | '.join(tasks)} |\n|---|---|" + "---|" * len(tasks))
     for mode in args.modes:
@@ -67,12 +120,14 @@ def main() -> None:
             layouts, _, keep = assign_starts(env.task_ids, starts, args.samples, r * per_round)
             obs, _ = env.reset(reset_state_ids=torch.as_tensor(layouts))
             first = obs["images"].clone()
+            if mode == "rendered":
+                frames.start(first, obs["state"])
             torch.manual_seed(r)  # the same noise draws in every mode
             alive, done = np.ones(n, bool), np.zeros(n, bool)
             for _ in range(chunks):
                 with torch.no_grad():
                     chunk = policy.predict(
-                        {**obs, "images": seen_images(mode, obs["images"], first)}, mode="train"
+                        {**obs, "images": seen_images(mode, obs, first, frames)}, mode="train"
                     ).actions
                 obs, _, terminated, truncated, _ = env.chunk_step(chunk.clamp(-1, 1))
                 done |= alive & terminated.numpy()

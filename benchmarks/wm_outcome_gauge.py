@@ -16,6 +16,8 @@ same policy noise draws on both sides. Arms:
 - ``imagined, real actions``: the actions the policy took in Meta-World replayed open loop in imagination
   (how well the dynamics model simulates the consequences of given actions);
 - ``zero actions``: imagination with every action zero (what the start alone predicts through the model);
+- ``Meta-World, imagined actions``: the ``imagined`` episodes' actions replayed open loop in Meta-World from the
+  same layout (what the actions imagination chose really do; reported in a table of its own);
 - ``start frame``: the reward model's score of the start frame repeated ("repeat the last frame");
 - ``reward model, real frames``: the reward model on the real episode's frames (a ceiling: imagination
   cannot rank outcomes better than its reward model does on the real frames);
@@ -39,7 +41,9 @@ within-start Spearman with Meta-World's return and its mean return per task, and
 model, the imagined AUC of the episodes whose members' final disagreement is at most its median against
 the rest (does the hallucination filter keep the episodes imagination gets right?), and with a reward head,
 per task, its excess over Meta-World's reward on the real episodes beside the spread of the members' heads
-(does that spread find where the head over-credits?). The torch work runs
+(does that spread find where the head over-credits?), and per task imagination against the real
+consequences of its own actions: imagined and replayed success, the AUC of the imagined score for the
+replay's success and the within-start Spearman of the imagined return with the replay's. The torch work runs
 on ``--threads`` CPU threads.
 """
 
@@ -65,6 +69,8 @@ STATE_ARM = "success classifier, real states"  # with a state model (env.train.s
 # with a state model that has a reward head: its reward on the real states at chunk ends (x the chunk), and
 # Meta-World's own reward of each chunk's last action (x the chunk): what sampling at chunk ends loses
 HEAD_ARMS = ["reward head, real states at chunk ends", "Meta-World reward at chunk ends"]
+# the imagined episodes' actions replayed open loop in Meta-World: what they really do
+REPLAY_ARM = "Meta-World, imagined actions"
 
 StateProbe = Callable[[torch.Tensor], torch.Tensor]  # observed states (num_envs, ...) -> one number per env
 
@@ -229,6 +235,11 @@ def play_round(
         "imagined, real actions": imagine(lambda k, obs: taken[:, k * c : (k + 1) * c], taken.shape[1]),
         "zero actions": imagine(lambda k, obs: torch.zeros_like(taken[:, :c])),
     }
+    dreamt = imagined["actions"]
+    obs, _ = real_env.reset(reset_state_ids=torch.as_tensor(layouts))
+    arms[REPLAY_ARM] = play(
+        real_env, obs, lambda k, obs: dreamt[:, k * c : (k + 1) * c], dreamt.shape[1], None
+    )
     if scorer is not None:  # the reward model's baselines, where it knows the tasks
         arms["start frame"] = {"return": start, "max_score": start, "success": start >= threshold}
         arms["reward model, real frames"] = {
@@ -379,6 +390,34 @@ def report(results: dict[str, dict[str, list]], task_of: np.ndarray, samples: in
               f"{auc(score[~trusted], succ[~trusted]):.3f} on the rest")  # fmt: skip
     if HEAD_ARMS[0] in results:
         report_head_doubt(results, task_of, tasks)
+    report_own_actions(results, task_of, samples, tasks)
+
+
+def report_own_actions(
+    results: dict[str, dict[str, list]], task_of: np.ndarray, samples: int, tasks: list[str]
+) -> None:
+    """Per task: does imagination predict what the actions it chose do in Meta-World (replayed open loop from
+    the same layout)? Imagined against real success, the AUC of the imagined episode score for the replay's
+    success, and the within-start Spearman of the imagined return with the replay's dense return. High here
+    and low against the policy's own real episodes: the closed loop parts them, not the model's accuracy on
+    its own rollouts."""
+    imagined, replay = results["imagined"], results[REPLAY_ARM]
+    score = np.asarray(imagined["max_score"], np.float32)
+    ret = np.asarray(imagined["return"], np.float32)
+    r_ret = np.asarray(replay["return"], np.float32)
+    r_succ = np.asarray(replay["success"], bool)
+    print(
+        "\nimagination against the real consequences of its own actions (imagined actions replayed in Meta-World)\n"
+    )
+    print(
+        "| task | imagined success | replayed success | AUC | within-start Spearman |\n|---|---|---|---|---|"
+    )
+    for t, task in [*enumerate(tasks), (-1, "all")]:
+        m = task_of == t if t >= 0 else np.ones(len(task_of), bool)
+        groups = [slice(s, s + samples) for s in range(0, len(m), samples) if m[s]]
+        rho = np.mean([spearman_or_zero(ret[g], r_ret[g]) for g in groups])
+        print(f"| {task} | {np.mean(np.asarray(imagined['success'], bool)[m]):.2f} | {r_succ[m].mean():.2f} | "
+              f"{auc(score[m], r_succ[m]):.3f} | {rho:.3f} |")  # fmt: skip
 
 
 def report_head_doubt(results: dict[str, dict[str, list]], task_of: np.ndarray, tasks: list[str]) -> None:

@@ -2,8 +2,10 @@
 # Align a state world model with a new starting policy (the data it is trained on should be the policy's own):
 #   the policy's rollouts on the training layouts, sampled with RL's exploration noise -> added to the model's
 #   own training rollouts -> a warm-started refit of every part (states, success classifier, reward head) and
-#   of the renderer (-> optionally longer training of the states) -> the gauge, on the new policy's rollouts on
-#   layouts never trained on, for the model it started from and each one it made.
+#   of the renderer (-> optionally longer training of the states) (-> optionally the policy's episodes played in
+#   that model's imagination with their actions replayed in Meta-World, added, and a further refit of the states)
+#   -> the gauge, on the new policy's rollouts on layouts never trained on, for the model it started from and
+#   each one it made.
 #
 #   bash scripts/refit_state_model.sh POLICY_DIR [OUT]        (default OUT: logs/state_refit)
 #
@@ -11,7 +13,9 @@
 # BASE_MODEL=assets/world_models/state_outcome/model BASE_DATA (the base model's training rollouts; empty:
 # rebuilt as scripts/prepare_state_outcome.sh collects them, 232 s, which only the default BASE_MODEL allows)
 # EPISODES=60 (a task) NOISE=0.5 STEPS=1000 (training steps of the states and of the renderer) LONG_STEPS=0
-# (then this many more steps of the states on the same data, the renderer kept: OUT/long/model)
+# (then this many more steps of the states on the same data, the renderer kept: OUT/long/model) PLANS=0 (a task:
+# then the policy plays this many episodes in the last model made, Meta-World replays their actions, and
+# PLAN_STEPS=1000 more steps of the states train on the data with them, the renderer kept: OUT/plans/model)
 # GAUGE_SEEDS="0 1" GAUGE_STARTS=9 (a task) GAUGE_SAMPLES=4 GAUGE_STEPS=150.
 # OUT/model is the refitted model: point env.train.state_model_config at it.
 set -euo pipefail
@@ -27,6 +31,8 @@ EPISODES="${EPISODES:-60}"
 NOISE="${NOISE:-0.5}"
 STEPS="${STEPS:-1000}"
 LONG_STEPS="${LONG_STEPS:-0}"
+PLANS="${PLANS:-0}"
+PLAN_STEPS="${PLAN_STEPS:-1000}"
 GAUGE_SEEDS="${GAUGE_SEEDS:-0 1}"
 [ -f "$POLICY/config.json" ] || { echo "POLICY_DIR=$POLICY: no config.json; expected a policy directory" >&2; exit 2; }
 [ -f "$BASE_MODEL/config.json" ] || { echo "BASE_MODEL=$BASE_MODEL: no config.json; expected a state model" >&2; exit 2; }
@@ -51,6 +57,13 @@ if [ "$LONG_STEPS" -gt 0 ]; then
   stage "longer training" "$PY" -m world_models.train_state_model data.path="$OUT/data" output_dir="$OUT/long" \
     init_model_dir="$OUT/model" train.steps="$LONG_STEPS" render.dynamics_model_dir=null
   MODELS+=(long "$OUT/long/model")
+fi
+if [ "$PLANS" -gt 0 ]; then
+  stage "imagined plans" imagined_plans "$POLICY" "$PLANS" "$NOISE" "${MODELS[-1]}" "$OUT/plan_rollouts"
+  stage "merge plans" "$PY" -m toolkits.episodes.merge --data "$OUT/data" "$OUT/plan_rollouts" --out "$OUT/plan_data"
+  stage "refit on plans" "$PY" -m world_models.train_state_model data.path="$OUT/plan_data" output_dir="$OUT/plans" \
+    init_model_dir="${MODELS[-1]}" train.steps="$PLAN_STEPS" render.dynamics_model_dir=null
+  MODELS+=(plans "$OUT/plans/model")
 fi
 stage "gauge starts" gauge_starts "$OUT/gauge_starts"
 for ((i = 0; i < ${#MODELS[@]}; i += 2)); do

@@ -19,7 +19,10 @@ With ``--policy-dir`` a pi0 policy acts instead of the experts: a chunk per call
 at a time, sampled with the flow SDE at ``--noise-level`` as a training rollout draws it (0: its
 deterministic ODE actions). Its own episodes, near misses included, are the data a world model needs to
 tell the policy's samples apart (``world_models.train`` on them, merged with expert episodes by
-``toolkits.episodes.merge``).
+``toolkits.episodes.merge``). With ``--imagine CONFIG [KEY=VALUE ...]`` as well, the policy first plays each
+whole episode in that job config's world model (``env.train``, started from the simulator's start frame and
+state) and the simulator then replays those actions open loop: what the actions imagination chose really
+do, to refit a state model on its own closed-loop rollouts (``scripts/refit_state_model.sh``, ``PLANS``).
 """
 
 from __future__ import annotations
@@ -122,10 +125,64 @@ class PolicyActor:
         self.plan = None
 
     @torch.no_grad()
+    def chunk(self, obs: dict[str, Any]) -> torch.Tensor:
+        """The policy's next chunk of actions [N, C, A] for observations ``obs``."""
+        seen = {**obs, "state": select_state(obs["state"], self.state_type)}
+        return self.policy.predict(seen, mode=self.mode).actions.float().cpu()
+
     def __call__(self, obs: dict[str, Any]) -> np.ndarray:
         if self.plan is None or self.step == self.plan.shape[1]:
-            seen = {**obs, "state": select_state(obs["state"], self.state_type)}
-            self.plan = self.policy.predict(seen, mode=self.mode).actions.float().cpu().numpy()
+            self.plan = self.chunk(obs).numpy()
+            self.step = 0
+        self.step += 1
+        return self.plan[:, self.step - 1]
+
+
+class ImaginedPlanActor:
+    """A pi0 policy that plays each whole episode in a world model first (the world-model env RL trains in:
+    ``env.train`` of the job config ``config``, started from the simulator's start observation) and then hands
+    that episode's actions out one per step, open loop: the simulator records what the actions imagination led
+    the policy to really do, the data that corrects a model where the policy's closed loop finds it wrong."""
+
+    def __init__(
+        self,
+        policy: PolicyActor,
+        config: str,
+        overrides: list[str],
+        task_ids: list[int],
+        steps: int,
+        seed: int,
+    ):
+        from policy_and_value.config import load_config
+        from world_models.env import WorldModelEnv
+
+        cfg = load_config(config, overrides).env.train
+        if cfg.env_type != "world_model":
+            raise SystemExit(f"--imagine {config}: env.train.env_type={cfg.env_type}; expected world_model")
+        n = len(task_ids)
+        cfg = cfg.model_copy(update={"num_envs": n, "max_episode_steps": steps, "auto_reset": False, "group_size": 1,
+                                     "use_fixed_reset_state_ids": False, "ignore_terminations": True,
+                                     "visualize_wm_pred": False})  # fmt: skip
+        self.env = WorldModelEnv(cfg, n, seed=seed)
+        if list(self.env.task_ids) != list(task_ids):
+            raise SystemExit(f"--imagine {config}: its tasks {cfg.tasks} are not --tasks in the same order")
+        self.policy, self.steps = policy, steps
+        self.name = f"{policy.name}, planned in the world model of {config} ({cfg.state_model_config})"
+        self.plan: np.ndarray | None = None
+        self.step = 0
+
+    def reset(self) -> None:
+        """Imagine afresh at the start of an episode."""
+        self.plan = None
+
+    def __call__(self, obs: dict[str, Any]) -> np.ndarray:
+        if self.plan is None:  # the episode's start: play it in imagination from this observation
+            seen, _ = self.env.reset_to(obs["images"], select_state(obs["state"], self.env.cfg.state_type))
+            chunks = []
+            for _ in range(-(-self.steps // self.env.chunk)):
+                chunks.append(self.policy.chunk(seen).clamp(-1, 1))
+                seen, *_ = self.env.chunk_step(chunks[-1])
+            self.plan = torch.cat(chunks, 1).numpy()
             self.step = 0
         self.step += 1
         return self.plan[:, self.step - 1]
@@ -148,11 +205,13 @@ def collect(
     noise_level: float = 0.0,
     layout_seed: int = 0,
     simulator: dict[str, Any] | None = None,
+    imagine: list[str] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Run rounds of batched episodes until every task has ``episodes_per_task``; returns per-task stats.
     The experts act, or the pi0 policy of ``policy_dir`` (sampled at ``noise_level``), on layouts drawn
     from the benchmark of ``layout_seed``. ``simulator``: env keys of another simulator than Meta-World
-    (``env_type`` libero with its ``suite``, or maniskill)."""
+    (``env_type`` libero with its ``suite``, or maniskill). ``imagine``: a job config name and its overrides;
+    the policy then plays each episode in that config's world model and the simulator replays its actions."""
     from policy_and_value.envs.registry import make_env
 
     num_envs = max(len(tasks), num_envs - num_envs % len(tasks))
@@ -165,6 +224,10 @@ def collect(
     env = make_env(cfg, num_envs, seed=seed)
     if policy_dir:
         actor = PolicyActor(policy_dir, noise_level, seed)
+        if imagine:
+            actor = ImaginedPlanActor(
+                actor, imagine[0], imagine[1:], list(env.task_ids), max_episode_steps, seed
+            )
     else:
         actor = PrivilegedExpertActor(env) if simulator else ExpertActor(tasks, env.task_ids)
     rng = np.random.default_rng(seed)
@@ -259,6 +322,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--policy-dir", default=None, help="a pi0 policy directory to act instead of the experts")
     p.add_argument("--noise-level", type=float, default=0.0, help="its flow-SDE noise (0: deterministic)")
     p.add_argument("--layout-seed", type=int, default=0, help="which 50 layouts per task (env.*.layout_seed)")
+    p.add_argument(
+        "--imagine", nargs="+", default=None, metavar=("CONFIG", "KEY=VALUE"),
+        help="with --policy-dir: the policy plays each episode in the world model of this job config "
+        "(env.train, with the overrides given after it) and Meta-World replays its actions",
+    )  # fmt: skip
     args = p.parse_args(argv)
     args.simulator = None  # Meta-World
     if args.suite in SUITES:
@@ -272,6 +340,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         _exit_on_first_bad([
             ("--tasks", [t for t in args.tasks if t not in MT50_TASKS], "Meta-World MT50 task names like reach-v3"),
             ("--cameras", [c for c in args.cameras if c not in CAMERAS], ", ".join(CAMERAS)),
+            ("--imagine", [args.imagine[0]] if args.imagine and not args.policy_dir else [],
+             "with --policy-dir only (the policy plays in the world model)"),
         ])  # fmt: skip
     _exit_on_first_bad(_shared_checks(args))
     return args
@@ -332,6 +402,7 @@ def _suite_args(args: argparse.Namespace) -> None:
          "libero_object (the scripted expert is LIBERO-Object's pick-and-place)"),
         ("--policy-dir", [args.policy_dir] if args.policy_dir else [],
          "none yet with a LIBERO suite" if libero else "none yet with --suite maniskill"),
+        ("--imagine", [args.imagine[0]] if args.imagine else [], "Meta-World --tasks only"),
     ])  # fmt: skip
 
 
@@ -345,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         args.tasks, args.episodes_per_task, args.cameras, args.image_size, args.action_noise, args.fail_fraction,
         args.max_episode_steps, args.seed, args.num_envs, writer=writer, policy_dir=args.policy_dir,
         noise_level=args.noise_level, layout_seed=args.layout_seed,
-        simulator=args.simulator,
+        simulator=args.simulator, imagine=args.imagine,
     )  # fmt: skip
     writer.close(summary)
     acted = "policy success" if args.policy_dir else "expert success"

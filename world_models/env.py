@@ -241,6 +241,31 @@ class WorldModelEnv(BatchedEnv):
             self._episode_ids[i] = e
             self._frame[i] = start
             self._replaying[i] = True
+        return self._begin(ids)
+
+    @torch.no_grad()
+    def reset_to(self, images: torch.Tensor, states: torch.Tensor) -> tuple[Observation, dict]:
+        """Start every env from given observations instead of a recorded episode: uint8 frames [N, V, H, W, 3]
+        (each the whole history) and states [N, S] of ``state_type``, e.g. a real simulator's after its reset, to
+        imagine what follows a real start (the policy's plans, for data on imagination's own rollouts).
+        ``info['reset_state_ids']`` is -1 (no recorded episode)."""
+        n, want = self.num_envs, (self.num_envs, *self.spec.image_shape, 3)
+        if tuple(images.shape) != want or tuple(states.shape) != (n, self.state_dim):
+            raise ValueError(
+                f"reset_to: frames {tuple(images.shape)} and states {tuple(states.shape)}; this env takes "
+                f"{want} and {(n, self.state_dim)}"
+            )
+        self._history[:] = images.numpy()[:, None]
+        self._state[:] = states.numpy()
+        self._members[:] = states.numpy()[None]
+        self._episode_ids[:] = -1
+        self._frame[:] = 0
+        self._replaying[:] = False
+        return self._begin(np.arange(n))
+
+    def _begin(self, ids: np.ndarray) -> tuple[Observation, dict]:
+        """Start the episodes of envs ``ids`` from the history and state just set: counters, the start
+        residual, the start score, the video."""
         if self.cfg.frames_from == "state_residual":
             self._start_offset[ids] = 0.0
             rendered = self._render_latents(torch.from_numpy(self._state[ids])[:, None], ids)[:, 0].cpu()

@@ -12,6 +12,14 @@ policy_rollouts() {  # policy_rollouts POLICY EPISODES NOISE OUT: a policy's sam
     --seed 5 --num-envs 12 --policy-dir "$1" --noise-level "$3" --out "$4"
 }
 
+imagined_plans() {  # imagined_plans POLICY EPISODES NOISE STATE_MODEL OUT: the policy's sampled episodes played in
+  # STATE_MODEL's imagination (rl_metaworld_dense_wm's world-model env) from Meta-World starts on the training
+  # layouts, their actions replayed there: what the actions imagination chose really do
+  "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$2" --cameras "${CAMERAS[@]}" \
+    --seed 6 --num-envs 12 --policy-dir "$1" --noise-level "$3" --out "$5" \
+    --imagine rl_metaworld_dense_wm env.train.state_model_config="$4"
+}
+
 gauge_starts() {  # gauge_starts OUT: GAUGE_STARTS start frames a task on layouts never trained on (the gauge's)
   "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$GAUGE_STARTS" --max-episode-steps 4 \
     --cameras "${CAMERAS[@]}" --seed 21 --num-envs "$GAUGE_STARTS" --layout-seed 1 --out "$1"

@@ -65,7 +65,10 @@ def test_same_starts_and_first_chunk_in_both_worlds(gauge, monkeypatch, capsys):
         assert torch.equal(real["actions"][:, :4], imagined["actions"][:, :4])
         assert not torch.equal(real["actions"][0::2, :4], real["actions"][1::2, :4])  # samples differ
         assert real["actions"].shape == (6, 8, 4)
+        # Meta-World replays the imagined episodes' own actions
+        assert torch.equal(arms[gauge.REPLAY_ARM]["actions"], imagined["actions"])
     out = capsys.readouterr().out
+    assert "imagination against the real consequences of its own actions" in out
     assert "6 starts x 2 samples, 8-step episodes" in out
     for arm in gauge.ARMS:
         assert f"| {arm} |" in out

@@ -151,6 +151,42 @@ def test_collect_with_a_policy_records_its_own_reproducible_samples(tmp_path):
     assert not np.allclose(a[0].actions, ode[0].actions)
 
 
+def test_collect_imagined_plans_replays_what_the_policy_did_in_the_world_model(tmp_path, monkeypatch):
+    """--imagine: each episode is first played in the config's world model from the simulator's start frame and
+    state, and Meta-World then records those actions, one per step; the episodes name the model."""
+    from toolkits import collect_episodes as ce
+
+    plans = []
+    plan_of = ce.ImaginedPlanActor.__call__
+
+    def spy(self, obs):
+        fresh = self.plan is None
+        action = plan_of(self, obs)
+        if fresh:
+            plans.append(self.plan.copy())
+        return action
+
+    monkeypatch.setattr(ce.ImaginedPlanActor, "__call__", spy)
+    tasks = ["reach-v3", "button-press-topdown-v3", "door-open-v3"]
+    writer = EpisodeWriter(str(tmp_path / "plans"))
+    ce.collect(tasks, 1, ["corner", "gripperPOV"], 64, 0.0, 0.0, 8, 3, num_envs=3, writer=writer,
+               log=lambda *_: None, policy_dir="assets/metaworld_outcome/policy", noise_level=0.5,
+               imagine=["rl_metaworld_dense_wm"])  # fmt: skip
+    writer.close()
+    data = EpisodeDataset(str(tmp_path / "plans"))
+    assert len(plans) == 1 and plans[0].shape == (3, 8, 4)
+    for i in range(3):
+        assert np.array_equal(data[i].actions, plans[0][i, : len(data[i].actions)])
+    assert "planned in the world model of rl_metaworld_dense_wm" in data.entries[0]["policy"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolkits.collect_episodes", "--tasks", "reach-v3", "--imagine", "rl_metaworld_dense_wm",
+         "--out", str(tmp_path / "x")], capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "error: --imagine=rl_metaworld_dense_wm: allowed: with --policy-dir only (the policy plays in the world model)"
+    )
+
+
 def test_merge_renumbers_tasks_and_refuses_mixed_cameras(tmp_path):
     """merge_datasets: every episode of both datasets, bit-identical, task ids over the union in order of
     appearance, origin recorded; different cameras or an existing --out are refused."""

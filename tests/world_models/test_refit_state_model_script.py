@@ -1,5 +1,6 @@
 """``scripts/refit_state_model.sh`` (a state model aligned with a new start policy) runs end to end, shrunk."""
 
+import json
 import os
 import subprocess
 
@@ -14,7 +15,7 @@ def test_refit_script_writes_its_models_and_gauges_each(tmp_path):
     out = tmp_path / "refit"
     assets = REPO / "assets"
     env = dict(
-        os.environ, BASE_DATA=str(assets / "metaworld_outcome" / "demos"), EPISODES="1", STEPS="2", LONG_STEPS="2",
+        os.environ, BASE_DATA=str(assets / "metaworld_outcome" / "demos"), EPISODES="1", STEPS="2", LONG_STEPS="2", PLANS="1", PLAN_STEPS="2",
         GAUGE_SEEDS="0", GAUGE_STARTS="1", GAUGE_SAMPLES="2", GAUGE_STEPS="8",
     )  # fmt: skip
     script = str(REPO / "scripts" / "refit_state_model.sh")
@@ -23,12 +24,14 @@ def test_refit_script_writes_its_models_and_gauges_each(tmp_path):
         ["bash", script, policy, str(out)], env=env, capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    for model in ("model", "long/model"):  # the refit, and the longer-trained one
+    for model in ("model", "long/model", "plans/model"):  # the refit, the longer-trained one, on its plans
         assert (out / model / "model.safetensors").is_file()
     assert "refit_state_model: done in" in done.stdout
     gauges = done.stdout.count("3 starts x 2 samples, 8-step episodes")
-    assert gauges == 3  # the base model's gauge, the refitted one's and the longer-trained one's
-    assert f"state_model_config={out}/long/model" in done.stdout  # the model to train in
+    assert gauges == 4  # the base model's gauge, the refitted one's, the longer-trained one's, the plans' one
+    plans = json.loads((out / "plan_rollouts" / "index.json").read_text())["episodes"]
+    assert len(plans) == 3 and f"({out}/long/model)" in plans[0]["policy"]  # planned in the longer-trained one
+    assert f"state_model_config={out}/plans/model" in done.stdout  # the model to train in
     bad = subprocess.run(["bash", script, str(tmp_path / "nowhere"), str(tmp_path / "x")],
                          env=env, capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2 and "POLICY_DIR=" in bad.stderr and not (tmp_path / "x").exists()

@@ -349,6 +349,29 @@ def test_state_residual_frames_keep_what_the_renderer_misses_in_the_start_frame(
     assert (obs["images"].int() - expected.int()).abs().max() <= 1
 
 
+def test_reset_to_an_observation_imagines_as_a_reset_to_its_episode_does(
+    episodes, model_dirs, state_model_dirs
+):
+    """Starting from given frames and states (a simulator's start) is starting from the episode that shows them:
+    the same observation, residual and imagined future; frames of the wrong shape are refused."""
+    _, renders = state_model_dirs
+    cfg = _cfg(
+        episodes, model_dirs, state_model_config=renders, frames_from="state_residual", max_episode_steps=12
+    )
+    from_episode, from_obs = make_env(cfg, 2, seed=0), make_env(cfg, 2, seed=0)
+    start, _ = from_episode.reset(reset_state_ids=torch.tensor([0, 1]))
+    given, info = from_obs.reset_to(start["images"], start["state"])
+    assert info["reset_state_ids"].tolist() == [-1, -1]
+    assert torch.equal(given["images"], start["images"]) and torch.equal(given["state"], start["state"])
+    a, ra, *_ = from_episode.chunk_step(_actions(2))
+    b, rb, *_ = from_obs.chunk_step(_actions(2))
+    assert (
+        torch.equal(a["images"], b["images"]) and torch.equal(a["state"], b["state"]) and torch.equal(ra, rb)
+    )
+    with pytest.raises(ValueError, match=r"reset_to: frames \(2, 2, 16, 16, 3\)"):
+        from_obs.reset_to(torch.zeros(2, 2, 16, 16, 3, dtype=torch.uint8), start["state"])
+
+
 def test_success_reward_mode_pays_the_outcome_once(episodes, model_dirs, state_model_dirs):
     plain, _ = state_model_dirs
     cfg = _cfg(episodes, model_dirs, state_model_config=plain, outcome_source="state", chunk_reward=False,
