@@ -149,7 +149,7 @@ class ImaginedPlanActor:
         policy: PolicyActor,
         config: str,
         overrides: list[str],
-        task_ids: list[int],
+        env_tasks: list[str],
         steps: int,
         seed: int,
     ):
@@ -159,13 +159,14 @@ class ImaginedPlanActor:
         cfg = load_config(config, overrides).env.train
         if cfg.env_type != "world_model":
             raise SystemExit(f"--imagine {config}: env.train.env_type={cfg.env_type}; expected world_model")
-        n = len(task_ids)
+        n = len(env_tasks)
         cfg = cfg.model_copy(update={"num_envs": n, "max_episode_steps": steps, "auto_reset": False, "group_size": 1,
                                      "use_fixed_reset_state_ids": False, "ignore_terminations": True,
                                      "visualize_wm_pred": False})  # fmt: skip
         self.env = WorldModelEnv(cfg, n, seed=seed)
-        if list(self.env.task_ids) != list(task_ids):
-            raise SystemExit(f"--imagine {config}: its tasks {cfg.tasks} are not --tasks in the same order")
+        if [self.env.tasks[t] for t in self.env.task_ids] != list(env_tasks):
+            raise SystemExit(f"--imagine {config}: env.train.tasks={cfg.tasks}; expected --tasks {list(dict.fromkeys(env_tasks))} "
+                             "in the order given")  # fmt: skip
         self.policy, self.steps = policy, steps
         self.name = f"{policy.name}, planned in the world model of {config} ({cfg.state_model_config})"
         self.plan: np.ndarray | None = None
@@ -225,9 +226,13 @@ def collect(
     if policy_dir:
         actor = PolicyActor(policy_dir, noise_level, seed)
         if imagine:
-            actor = ImaginedPlanActor(
-                actor, imagine[0], imagine[1:], list(env.task_ids), max_episode_steps, seed
-            )
+            try:
+                actor = ImaginedPlanActor(
+                    actor, imagine[0], imagine[1:], [tasks[t] for t in env.task_ids], max_episode_steps, seed
+                )
+            except BaseException:  # a config or task mismatch: close the simulator before stopping
+                env.close()
+                raise
     else:
         actor = PrivilegedExpertActor(env) if simulator else ExpertActor(tasks, env.task_ids)
     rng = np.random.default_rng(seed)

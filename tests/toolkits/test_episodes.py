@@ -178,6 +178,10 @@ def test_collect_imagined_plans_replays_what_the_policy_did_in_the_world_model(t
     for i in range(3):
         assert np.array_equal(data[i].actions, plans[0][i, : len(data[i].actions)])
     assert "planned in the world model of rl_metaworld_dense_wm" in data.entries[0]["policy"]
+    with pytest.raises(SystemExit, match=r"env.train.tasks=\['reach-v3', 'button-press-topdown-v3', 'door-open-v3'\]; "
+                       r"expected --tasks \['door-open-v3', 'button-press-topdown-v3', 'reach-v3'\]"):  # fmt: skip
+        ce.collect(tasks[::-1], 1, ["corner", "gripperPOV"], 64, 0.0, 0.0, 8, 3, num_envs=3, log=lambda *_: None,
+                   policy_dir="assets/metaworld_outcome/policy", noise_level=0.5, imagine=["rl_metaworld_dense_wm"])  # fmt: skip
     proc = subprocess.run(
         [sys.executable, "-m", "toolkits.collect_episodes", "--tasks", "reach-v3", "--imagine", "rl_metaworld_dense_wm",
          "--out", str(tmp_path / "x")], capture_output=True, text=True, timeout=120,
