@@ -9,8 +9,9 @@ From the wm_outcome_gauge.py starts (their Meta-World layouts) the config's poli
 sampled 150-step episodes per start with the real state and: ``real`` frames; ``frozen``: the start frame
 throughout; ``black``: zero images; ``vae``: the real frames encoded and decoded by
 ``env.train.dynamics_model_config``'s VAE (the best a renderer onto that VAE can do); ``rendered``: the frames
-``env.train.state_model_config``'s renderer draws from the real state, shifted by the start frame's residual
-as ``frames_from: state_residual`` draws them in imagination. ``rendered`` against ``vae`` is what the renderer
+``env.train.state_model_config``'s renderer draws from the real state, as the world-model env of ``env.train``
+draws them in imagination (``WorldModelEnv.render_states``, started from the real start with ``reset_to``:
+with ``frames_from: state_residual`` shifted by the start frame's residual). ``rendered`` against ``vae`` is what the renderer
 costs the policy with every state right. The same policy noise draws in every mode. Prints success per task.
 """
 
@@ -27,47 +28,32 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 MODES = ("real", "frozen", "black", "vae", "rendered")
 
 
-class Frames:
-    """Frames made from the real ones or the real states: the dynamics model's VAE round trip, and a state
-    model's renderer with each env's start residual (its start frame's latents minus the rendered start state's)."""
+def imagination_of(cfg, env, samples: int):
+    """The world-model env of ``cfg.env.train`` with ``env``'s envs, each on the same task: it draws the frames of
+    states as imagination does, and its dynamics model's VAE gives the ``vae`` frames."""
+    from world_models.env import WorldModelEnv
 
-    def __init__(self, dynamics_model_dir: str, state_model_dir: str | None, prompts: list[str]):
-        from world_models.dynamics_model import DynamicsModel
-        from world_models.state_model import StateModel
-
-        self.dynamics = DynamicsModel.from_pretrained(dynamics_model_dir).eval()
-        self.model = StateModel.from_pretrained(state_model_dir).eval() if state_model_dir else None
-        self.tasks = self.model.task_one_hot(prompts) if self.model else None
-        self.offset: torch.Tensor | None = None
-
-    @torch.no_grad()
-    def vae(self, images: torch.Tensor) -> torch.Tensor:
-        """uint8 frames [N, V, H, W, 3] encoded and decoded by the VAE."""
-        return self.dynamics.decode(self.dynamics.encode(images[:, None]))[:, 0]
-
-    @torch.no_grad()
-    def start(self, images: torch.Tensor, states: torch.Tensor) -> None:
-        """Keep each env's start residual, from its start frames and state."""
-        start = self.dynamics.encode(images[:, None])[:, 0]
-        self.offset = start - self.model.render_latents(states, self.tasks)
-
-    @torch.no_grad()
-    def render(self, states: torch.Tensor) -> torch.Tensor:
-        """uint8 frames [N, V, H, W, 3] the renderer draws from states [N, S]."""
-        latents = self.model.render_latents(states, self.tasks) + self.offset
-        return self.dynamics.decode(latents[:, None])[:, 0]
+    update = {"num_envs": env.num_envs, "group_size": samples, "auto_reset": False, "use_fixed_reset_state_ids": False,
+              "visualize_wm_pred": False}  # fmt: skip
+    wm = WorldModelEnv(cfg.env.train.model_copy(update=update), env.num_envs, seed=0)
+    if [wm.tasks[t] for t in wm.task_ids] != [env.tasks[t] for t in env.task_ids]:
+        raise SystemExit(f"env.train.tasks={wm.tasks} and env.eval.tasks={env.tasks} differ")
+    return wm
 
 
-def seen_images(mode: str, obs: dict, first: torch.Tensor, frames: Frames | None) -> torch.Tensor:
-    """The frames the policy is shown in ``mode``."""
+@torch.no_grad()
+def seen_images(mode: str, obs: dict, first: torch.Tensor, wm) -> torch.Tensor:
+    """The frames the policy is shown in ``mode`` (``wm``: the world-model env, for ``vae`` and ``rendered``)."""
+    from policy_and_value.envs.metaworld_tasks import select_state
+
     if mode == "frozen":
         return first
     if mode == "black":
         return torch.zeros_like(obs["images"])
     if mode == "vae":
-        return frames.vae(obs["images"])
+        return wm.dynamics.decode(wm.dynamics.encode(obs["images"][:, None]))[:, 0]
     if mode == "rendered":
-        return frames.render(obs["state"])
+        return wm.render_states(select_state(obs["state"], wm.cfg.state_type)[:, None])[:, 0]
     return obs["images"]
 
 
@@ -85,6 +71,7 @@ def main() -> None:
 
     from policy_and_value.config import load_config
     from policy_and_value.envs.metaworld_env import MetaWorldEnv
+    from policy_and_value.envs.metaworld_tasks import select_state
     from policy_and_value.models.registry import make_policy
 
     cfg = load_config(args.config, overrides)
@@ -104,14 +91,7 @@ def main() -> None:
         cfg.model, env.spec, cfg.algorithm.logprob_type, False, model_dir=cfg.rollout.model_dir
     )
     policy.eval()
-    frames = None
-    if set(args.modes) & {"vae", "rendered"}:
-        rendered = "rendered" in args.modes
-        frames = Frames(
-            cfg.env.train.dynamics_model_config,
-            cfg.env.train.state_model_config if rendered else None,
-            env.prompts,
-        )
+    wm = imagination_of(cfg, env, args.samples) if set(args.modes) & {"vae", "rendered"} else None
     chunks = -(-args.episode_steps // env.chunk)
     print(f"| frames | success | {' | '.join(tasks)} |\n|---|---|" + "---|" * len(tasks))
     for mode in args.modes:
@@ -120,14 +100,14 @@ def main() -> None:
             layouts, _, keep = assign_starts(env.task_ids, starts, args.samples, r * per_round)
             obs, _ = env.reset(reset_state_ids=torch.as_tensor(layouts))
             first = obs["images"].clone()
-            if mode == "rendered":
-                frames.start(first, obs["state"])
+            if mode == "rendered":  # imagination from this start: its residual
+                wm.reset_to(first, select_state(obs["state"], wm.cfg.state_type))
             torch.manual_seed(r)  # the same noise draws in every mode
             alive, done = np.ones(n, bool), np.zeros(n, bool)
             for _ in range(chunks):
                 with torch.no_grad():
                     chunk = policy.predict(
-                        {**obs, "images": seen_images(mode, obs, first, frames)}, mode="train"
+                        {**obs, "images": seen_images(mode, obs, first, wm)}, mode="train"
                     ).actions
                 obs, _, terminated, truncated, _ = env.chunk_step(chunk.clamp(-1, 1))
                 done |= alive & terminated.numpy()

@@ -197,8 +197,10 @@ class WorldModelEnv(BatchedEnv):
             latents = latents + torch.from_numpy(self._start_offset[index.numpy()])[:, None].to(self.device)
         return latents
 
-    def _render(self, states: torch.Tensor, ids: np.ndarray | None = None) -> torch.Tensor:
-        """Frames uint8 [N, T, V, S, S, 3] of states [N, T, S]: the renderer's latents, the VAE's decoder."""
+    @torch.no_grad()
+    def render_states(self, states: torch.Tensor, ids: np.ndarray | None = None) -> torch.Tensor:
+        """Frames uint8 [N, T, V, S, S, 3] of states [N, T, S] as imagination draws them (``frames_from``): the
+        renderer's latents (with each env's start residual), the VAE's decoder."""
         n, t, _ = states.shape
         return (
             self.dynamics.decode(self._render_latents(states, ids).flatten(0, 1)[:, None])
@@ -327,10 +329,10 @@ class WorldModelEnv(BatchedEnv):
             next_state = path[:, :, -1].mean(0)
             if self.video is None and self.cfg.outcome_source == "state":
                 # only the chunk's last frame is seen (by the policy): render it alone, in every slot
-                last = self._render(next_state[:, None])
+                last = self.render_states(next_state[:, None])
                 images = last.expand(n, self.future_frames, *last.shape[2:]).contiguous()
             else:
-                images = self._render(path[:, :, [o - 1 for o in self.offsets]].mean(0))
+                images = self.render_states(path[:, :, [o - 1 for o in self.offsets]].mean(0))
         else:
             out = self.dynamics.imagine(
                 torch.from_numpy(self._history), torch.from_numpy(self._state), actions, self.prompts,

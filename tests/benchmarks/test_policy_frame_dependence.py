@@ -5,9 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
-import torch
-
 from tests.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,24 +14,23 @@ STARTS = ROOT / "assets" / "world_models" / "state_outcome" / "starts"
 def test_rendered_frames_start_as_the_vae_shows_the_start_frame_and_every_mode_plays(monkeypatch, capsys):
     """At the start state the renderer plus its start residual draws the start frame as the VAE decodes it;
     later states draw other frames; each mode asked for prints its line."""
-    from toolkits.episodes import EpisodeDataset
+    from policy_and_value.config import load_config
+    from policy_and_value.envs.metaworld_env import MetaWorldEnv
 
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     bench = load_benchmark("policy_frame_dependence")
-    data = EpisodeDataset(str(STARTS))
-    eps = [data[i] for i in range(2)]
-    images = torch.from_numpy(np.stack([e.images[0] for e in eps]))
-    states = torch.from_numpy(np.stack([e.state[0] for e in eps])).float()
-    frames = bench.Frames(
-        str(ROOT / "assets" / "world_models" / "tiny_3tasks"),
-        str(ROOT / "assets" / "world_models" / "state_outcome" / "model"),
-        [e.meta["prompt"] for e in eps],
-    )
-    frames.start(images, states)
-    assert (frames.render(states).int() - frames.vae(images).int()).abs().max() <= 1
-    moved = states.clone()
-    moved[:, :3] += 0.1  # the hand 10 cm away
-    assert (frames.render(moved).int() - frames.vae(images).int()).abs().float().mean() > 1
+    cfg = load_config("rl_metaworld_dense_wm")
+    env = MetaWorldEnv(cfg.env.eval.model_copy(update={"num_envs": 3, "auto_reset": False}), 3, seed=0)
+    wm = bench.imagination_of(cfg, env, samples=1)
+    obs, _ = env.reset()
+    env.close()
+    images, states = obs["images"], obs["state"]
+    wm.reset_to(images, states)
+    vae = bench.seen_images("vae", obs, images, wm)
+    assert (bench.seen_images("rendered", obs, images, wm).int() - vae.int()).abs().max() <= 1
+    moved = {**obs, "state": states.clone()}
+    moved["state"][:, :3] += 0.1  # the hand 10 cm away
+    assert (bench.seen_images("rendered", moved, images, wm).int() - vae.int()).abs().float().mean() > 1
 
     argv = ["policy_frame_dependence.py", "--config", "rl_metaworld_dense_wm", "--starts", str(STARTS),
             "--starts-per-task", "1", "--samples", "1", "--episode-steps", "8", "--modes", "real", "vae", "rendered"]  # fmt: skip

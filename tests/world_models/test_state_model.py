@@ -301,7 +301,7 @@ def test_env_frames_from_states_and_exact_restore(episodes, model_dirs, state_mo
     saved = env.get_state()
     obs, rewards, *_ = env.chunk_step(_actions(2, 1))
     assert obs["images"].shape == (2, 2, 32, 32, 3) and obs["images"].dtype == torch.uint8
-    expected = env._render(obs["state"][:, None])[:, 0]
+    expected = env.render_states(obs["state"][:, None])[:, 0]
     # the frame the last imagined state shows (decoded in a different batch: rounding may differ by 1)
     assert (obs["images"].int() - expected.int()).abs().max() <= 1
     env.set_state(saved)
