@@ -140,35 +140,25 @@ class PolicyActor:
 
 class ImaginedPlanActor:
     """A pi0 policy that plays each whole episode in a world model first (the world-model env RL trains in:
-    ``env.train`` of the job config ``config``, started from the simulator's start observation) and then hands
+    ``world``, a job's ``env.train``, started from the simulator's start observation) and then hands
     that episode's actions out one per step, open loop: the simulator records what the actions imagination led
     the policy to really do, the data that corrects a model where the policy's closed loop finds it wrong."""
 
-    def __init__(
-        self,
-        policy: PolicyActor,
-        config: str,
-        overrides: list[str],
-        env_tasks: list[str],
-        steps: int,
-        seed: int,
-    ):
-        from policy_and_value.config import load_config
+    def __init__(self, policy: PolicyActor, world: EnvConfig, env_tasks: list[str], steps: int, seed: int):
         from world_models.env import WorldModelEnv
 
-        cfg = load_config(config, overrides).env.train
-        if cfg.env_type != "world_model":
-            raise SystemExit(f"--imagine {config}: env.train.env_type={cfg.env_type}; expected world_model")
+        if world.env_type != "world_model":
+            raise SystemExit(f"--imagine: env.train.env_type={world.env_type}; expected world_model")
         n = len(env_tasks)
-        cfg = cfg.model_copy(update={"num_envs": n, "max_episode_steps": steps, "auto_reset": False, "group_size": 1,
-                                     "use_fixed_reset_state_ids": False, "ignore_terminations": True,
-                                     "visualize_wm_pred": False})  # fmt: skip
+        cfg = world.model_copy(update={"num_envs": n, "max_episode_steps": steps, "auto_reset": False, "group_size": 1,
+                                       "use_fixed_reset_state_ids": False, "ignore_terminations": True,
+                                       "visualize_wm_pred": False})  # fmt: skip
         self.env = WorldModelEnv(cfg, n, seed=seed)
         if [self.env.tasks[t] for t in self.env.task_ids] != list(env_tasks):
-            raise SystemExit(f"--imagine {config}: env.train.tasks={cfg.tasks}; expected --tasks {list(dict.fromkeys(env_tasks))} "
+            raise SystemExit(f"--imagine: env.train.tasks={cfg.tasks}; expected --tasks {list(dict.fromkeys(env_tasks))} "
                              "in the order given")  # fmt: skip
         self.policy, self.steps = policy, steps
-        self.name = f"{policy.name}, planned in the world model of {config} ({cfg.state_model_config})"
+        self.name = f"{policy.name}, planned in the world model of {cfg.state_model_config} ({cfg.dynamics_model_config})"
         self.plan: np.ndarray | None = None
         self.step = 0
 
@@ -206,13 +196,13 @@ def collect(
     noise_level: float = 0.0,
     layout_seed: int = 0,
     simulator: dict[str, Any] | None = None,
-    imagine: list[str] | None = None,
+    imagine: EnvConfig | None = None,
 ) -> dict[str, dict[str, float]]:
     """Run rounds of batched episodes until every task has ``episodes_per_task``; returns per-task stats.
     The experts act, or the pi0 policy of ``policy_dir`` (sampled at ``noise_level``), on layouts drawn
     from the benchmark of ``layout_seed``. ``simulator``: env keys of another simulator than Meta-World
-    (``env_type`` libero with its ``suite``, or maniskill). ``imagine``: a job config name and its overrides;
-    the policy then plays each episode in that config's world model and the simulator replays its actions."""
+    (``env_type`` libero with its ``suite``, or maniskill). ``imagine``: a world-model env config (a job's
+    ``env.train``); the policy then plays each episode in that world model and the simulator replays its actions."""
     from policy_and_value.envs.registry import make_env
 
     num_envs = max(len(tasks), num_envs - num_envs % len(tasks))
@@ -228,7 +218,7 @@ def collect(
         if imagine:
             try:
                 actor = ImaginedPlanActor(
-                    actor, imagine[0], imagine[1:], [tasks[t] for t in env.task_ids], max_episode_steps, seed
+                    actor, imagine, [tasks[t] for t in env.task_ids], max_episode_steps, seed
                 )
             except BaseException:  # a config or task mismatch: close the simulator before stopping
                 env.close()
@@ -413,6 +403,13 @@ def _suite_args(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    world = None
+    if args.imagine:  # the job config's world-model env, read (and checked) before any episode
+        from policy_and_value.config import load_config
+
+        world = load_config(args.imagine[0], args.imagine[1:]).env.train
+        _exit_on_first_bad([("--imagine", [args.imagine[0]] if world.env_type != "world_model" else [],
+                             "a job config whose env.train is a world_model env")])  # fmt: skip
     start = time.time()
     writer = EpisodeWriter(
         args.out, info={k: v for k, v in vars(args).items() if k not in ("suite", "simulator")}
@@ -421,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         args.tasks, args.episodes_per_task, args.cameras, args.image_size, args.action_noise, args.fail_fraction,
         args.max_episode_steps, args.seed, args.num_envs, writer=writer, policy_dir=args.policy_dir,
         noise_level=args.noise_level, layout_seed=args.layout_seed,
-        simulator=args.simulator, imagine=args.imagine,
+        simulator=args.simulator, imagine=world,
     )  # fmt: skip
     writer.close(summary)
     acted = "policy success" if args.policy_dir else "expert success"

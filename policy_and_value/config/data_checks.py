@@ -114,6 +114,9 @@ def check_coevolution(cfg: JobConfig) -> None:
          "coevolution's real rollouts use a metaworld eval env's tasks and views"),
         ("model.policy_type", cfg.model.policy_type, cfg.model.policy_type in ("pi0", "pi05"),
          "coevolution exports the policy for its real rollouts: pi0 or pi05"),
+        ("coevolution.real_episodes_per_task", co.real_episodes_per_task,
+         co.real_episodes_per_task + co.plans_per_task > 0,
+         "> 0 unless coevolution.plans_per_task > 0 (a refit needs new real episodes)"),
     ]  # fmt: skip
     for key, value, ok, allowed in needs:
         if not ok:

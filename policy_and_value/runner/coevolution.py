@@ -4,12 +4,15 @@ rounds of
 1. RL in imagination for ``steps_per_round`` steps (the job itself, resumed from the last round's
    checkpoint, with the newest state model);
 2. ``real_episodes_per_task`` real Meta-World rollouts of the current policy (its rollout weights,
-   exported, sampled with ``model.pi0.noise_level``) on the training layouts (``layout_seed``);
+   exported, sampled with ``model.pi0.noise_level``) on the training layouts (``layout_seed``), and/or
+   ``plans_per_task`` of its episodes played in the world model it just trained in, from Meta-World's start,
+   then replayed open loop in Meta-World (``round_<r>/plans``: what the actions imagination led it to
+   really do, where the model is wrong about this policy; ``toolkits.collect_episodes --imagine``);
 3. a warm-started refit of the state model (and its renderer) on its training episodes plus every real
    episode so far (``refit_steps``; the renderer's VAE latents are cached in ``coevolution/latent_cache``, so
    a refit encodes only the new episodes), and optionally of the dynamics model's denoiser.
 
-The real env steps of every round (the rollouts' actions; evaluation episodes are measurement and do not
+The real env steps of every round (the rollouts' and replayed plans' actions; evaluation episodes are measurement and do not
 feed training) are counted, printed, logged to TensorBoard (``coevolution/*`` against the training step)
 and appended to ``<log_dir>/coevolution/rounds.jsonl`` with the round's evaluation. Each round's policy,
 episodes, merged data and models stay under ``<log_dir>/coevolution/round_<r>/``.
@@ -30,7 +33,7 @@ import shutil
 from typing import Any
 
 from policy_and_value.algorithms.lr_schedule import scheduled_optimizer_steps
-from policy_and_value.config.schema import JobConfig
+from policy_and_value.config.schema import EnvConfig, JobConfig
 from policy_and_value.runner.checkpoint import checkpoint_step, log_dir_of
 
 
@@ -87,9 +90,17 @@ def finished_rounds(cfg: JobConfig) -> list[dict[str, Any]]:
     return kept
 
 
-def collect_real(cfg: JobConfig, policy_dir: str, out: str, seed: int) -> dict[str, Any]:
-    """Real rollouts of the policy in ``policy_dir`` with the eval env's tasks and views; returns the
-    number of env steps, episodes and their success rate."""
+def collect_real(
+    cfg: JobConfig,
+    policy_dir: str,
+    out: str,
+    seed: int,
+    episodes_per_task: int,
+    imagine: EnvConfig | None = None,
+) -> dict[str, Any]:
+    """Meta-World episodes of the policy in ``policy_dir`` with the eval env's tasks and views: its own rollouts,
+    or with ``imagine`` (a world-model env config) its episodes planned there and replayed open loop. Returns
+    the number of env steps, episodes and their success rate."""
     from toolkits.collect_episodes import collect
     from toolkits.episodes import EpisodeWriter
 
@@ -98,16 +109,44 @@ def collect_real(cfg: JobConfig, policy_dir: str, out: str, seed: int) -> dict[s
         out, info={"cameras": list(ev.cameras), "image_size": ev.image_size, "tasks": list(ev.tasks)}
     )
     summary = collect(
-        list(ev.tasks), cfg.coevolution.real_episodes_per_task, list(ev.cameras), ev.image_size, 0.0, 0.0,
-        ev.max_episode_steps, seed, ev.num_envs, writer, log=lambda *_: None, policy_dir=policy_dir,
+        list(ev.tasks), episodes_per_task, list(ev.cameras), ev.image_size, 0.0, 0.0, ev.max_episode_steps, seed,
+        ev.num_envs, writer, log=lambda *_: None, policy_dir=policy_dir,
         noise_level=float(cfg.model.pi0.get("noise_level", 0.0)), layout_seed=cfg.coevolution.layout_seed,
+        imagine=imagine,
     )  # fmt: skip
     writer.close(summary)
     episodes = writer.index["episodes"]
     return {
-        "real_env_steps": sum(int(e["length"]) for e in episodes),
-        "real_episodes": len(episodes),
-        "real_success": sum(bool(e["success_once"]) for e in episodes) / max(1, len(episodes)),
+        "env_steps": sum(int(e["length"]) for e in episodes),
+        "episodes": len(episodes),
+        "success": sum(bool(e["success_once"]) for e in episodes) / max(1, len(episodes)),
+    }
+
+
+def round_data(here: str) -> list[str]:
+    """The episode folders a finished round added: its real rollouts and/or its replayed plans."""
+    return [os.path.join(here, d) for d in ("episodes", "plans") if os.path.isdir(os.path.join(here, d))]
+
+
+def collect_round(cfg: JobConfig, job: JobConfig, policy: str, here: str, r: int) -> dict[str, Any]:
+    """Round ``r``'s real episodes of the exported ``policy``: ``real_episodes_per_task`` rollouts and
+    ``plans_per_task`` plans imagined in the world model the round trained in (``job.env.train``). Every
+    replayed plan's step is a real env step too."""
+    co, seed = cfg.coevolution, cfg.runner.seed * 1000 + r
+    real = {"env_steps": 0, "episodes": 0, "success": 0.0}
+    plans = dict(real)
+    if co.real_episodes_per_task > 0:
+        real = collect_real(cfg, policy, os.path.join(here, "episodes"), seed, co.real_episodes_per_task)
+    if co.plans_per_task > 0:
+        plans = collect_real(
+            cfg, policy, os.path.join(here, "plans"), seed + 500, co.plans_per_task, imagine=job.env.train
+        )
+    return {
+        "real_env_steps": real["env_steps"] + plans["env_steps"],
+        "real_episodes": real["episodes"],
+        "real_success": real["success"],
+        "plan_episodes": plans["episodes"],
+        "plan_success": plans["success"],
     }
 
 
@@ -151,9 +190,11 @@ def log_round(cfg: JobConfig, log_dir: str, record: dict[str, Any], log=print) -
     )
     metrics.close()
     evaluated = f", eval success {record['eval/success_once']:.3f}" if "eval/success_once" in record else ""
+    rollouts = f", real rollouts' success {record['real_success']:.2f}" if record["real_episodes"] else ""
+    plans = f", replayed plans' success {record['plan_success']:.2f}" if record.get("plan_episodes") else ""
     log(f"co-evolution round {record['round']}/{cfg.coevolution.rounds}: step {record['step']}, "
-        f"{record['real_env_steps']} real env steps ({record['real_env_steps_total']} in all), real rollouts' "
-        f"success {record['real_success']:.2f}{evaluated}; state model refitted -> {record['state_model']}")  # fmt: skip
+        f"{record['real_env_steps']} real env steps ({record['real_env_steps_total']} in all){rollouts}{plans}"
+        f"{evaluated}; state model refitted -> {record['state_model']}")  # fmt: skip
 
 
 def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
@@ -174,7 +215,7 @@ def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
         state_model, dynamics = records[-1]["state_model"], records[-1]["dynamics_model"]
     datasets = [
         co.state_model_data,
-        *(os.path.join(root, f"round_{r['round']}", "episodes") for r in records),
+        *(d for r in records for d in round_data(os.path.join(root, f"round_{r['round']}"))),
     ]
     resume, total = cfg.runner.resume_dir, records[-1]["real_env_steps_total"] if records else 0
     with stop_on_sigterm() as stop:
@@ -182,11 +223,12 @@ def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
             here = os.path.join(root, f"round_{r + 1}")
             if os.path.isdir(here):  # what an unfinished attempt at this round left: made anew
                 shutil.rmtree(here)
-            runner = run_job(round_config(cfg, r, resume, state_model, dynamics))
+            job = round_config(cfg, r, resume, state_model, dynamics)
+            runner = run_job(job)
             resume = runner.saved[-1] if runner.saved else resume  # resumed at the round's end: no steps left
             policy = str(export_policy(resume, os.path.join(here, "policy")))
-            real = collect_real(cfg, policy, os.path.join(here, "episodes"), seed=cfg.runner.seed * 1000 + r)
-            datasets.append(os.path.join(here, "episodes"))
+            real = collect_round(cfg, job, policy, here, r)
+            datasets.extend(round_data(here))
             merged = os.path.join(here, "data")
             merge_datasets(datasets, merged)
             state_model, dynamics = refit(cfg, merged, state_model, dynamics, here)

@@ -154,6 +154,7 @@ def test_collect_with_a_policy_records_its_own_reproducible_samples(tmp_path):
 def test_collect_imagined_plans_replays_what_the_policy_did_in_the_world_model(tmp_path, monkeypatch):
     """--imagine: each episode is first played in the config's world model from the simulator's start frame and
     state, and Meta-World then records those actions, one per step; the episodes name the model."""
+    from policy_and_value.config import load_config
     from toolkits import collect_episodes as ce
 
     plans = []
@@ -167,21 +168,22 @@ def test_collect_imagined_plans_replays_what_the_policy_did_in_the_world_model(t
         return action
 
     monkeypatch.setattr(ce.ImaginedPlanActor, "__call__", spy)
+    world = load_config("rl_metaworld_dense_wm").env.train
     tasks = ["reach-v3", "button-press-topdown-v3", "door-open-v3"]
     writer = EpisodeWriter(str(tmp_path / "plans"))
     ce.collect(tasks, 1, ["corner", "gripperPOV"], 64, 0.0, 0.0, 8, 3, num_envs=3, writer=writer,
                log=lambda *_: None, policy_dir="assets/metaworld_outcome/policy", noise_level=0.5,
-               imagine=["rl_metaworld_dense_wm"])  # fmt: skip
+               imagine=world)  # fmt: skip
     writer.close()
     data = EpisodeDataset(str(tmp_path / "plans"))
     assert len(plans) == 1 and plans[0].shape == (3, 8, 4)
     for i in range(3):
         assert np.array_equal(data[i].actions, plans[0][i, : len(data[i].actions)])
-    assert "planned in the world model of rl_metaworld_dense_wm" in data.entries[0]["policy"]
+    assert f"planned in the world model of {world.state_model_config}" in data.entries[0]["policy"]
     with pytest.raises(SystemExit, match=r"env.train.tasks=\['reach-v3', 'button-press-topdown-v3', 'door-open-v3'\]; "
                        r"expected --tasks \['door-open-v3', 'button-press-topdown-v3', 'reach-v3'\]"):  # fmt: skip
         ce.collect(tasks[::-1], 1, ["corner", "gripperPOV"], 64, 0.0, 0.0, 8, 3, num_envs=3, log=lambda *_: None,
-                   policy_dir="assets/metaworld_outcome/policy", noise_level=0.5, imagine=["rl_metaworld_dense_wm"])  # fmt: skip
+                   policy_dir="assets/metaworld_outcome/policy", noise_level=0.5, imagine=world)  # fmt: skip
     proc = subprocess.run(
         [sys.executable, "-m", "toolkits.collect_episodes", "--tasks", "reach-v3", "--imagine", "rl_metaworld_dense_wm",
          "--out", str(tmp_path / "x")], capture_output=True, text=True, timeout=120,

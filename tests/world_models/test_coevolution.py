@@ -68,13 +68,15 @@ def test_rounds_train_collect_refit_and_count_real_steps(real_world, tmp_path, c
 
     cfg = load_config(
         "ppo_pi0_metaworld",
-        [*_overrides(real_world), f"runner.logger.log_path={tmp_path}", "runner.logger.experiment_name=co"],
-    )
+        [*_overrides(real_world), f"runner.logger.log_path={tmp_path}", "runner.logger.experiment_name=co",
+         "coevolution.plans_per_task=1"],
+    )  # fmt: skip
     with shared_ray_job():  # the rounds' jobs share this process's Ray (tests/runtime/jobs.py)
         records = run_coevolution(cfg)
     assert [r["round"] for r in records] == [1, 2] and [r["step"] for r in records] == [1, 2]
-    for r in records:
-        assert r["real_episodes"] == len(TASKS) and 0 < r["real_env_steps"] <= 8 * len(TASKS)
+    for r in records:  # a rollout and a replayed plan per task, both counted
+        assert r["real_episodes"] == r["plan_episodes"] == len(TASKS)
+        assert len(TASKS) < r["real_env_steps"] <= 2 * 8 * len(TASKS)
         assert "eval/success_once" in r and os.path.isfile(
             os.path.join(r["state_model"], "model.safetensors")
         )
@@ -82,9 +84,11 @@ def test_rounds_train_collect_refit_and_count_real_steps(real_world, tmp_path, c
     root = tmp_path / "co" / "coevolution"
     lines = [json.loads(x) for x in (root / "rounds.jsonl").read_text().splitlines()]
     assert [x["real_env_steps_total"] for x in lines] == [r["real_env_steps_total"] for r in records]
-    # round 2 trained on the first state model's data plus both rounds' real episodes
+    # round 2 trained on the first state model's data plus both rounds' rollouts and plans
     merged = json.loads((root / "round_2" / "data" / "index.json").read_text())["episodes"]
-    assert len(merged) == 2 * len(TASKS) + 2 * len(TASKS)
+    assert len(merged) == 2 * len(TASKS) + 2 * 2 * len(TASKS)
+    plans = json.loads((root / "round_2" / "plans" / "index.json").read_text())["episodes"]
+    assert all(f"planned in the world model of {records[0]['state_model']}" in e["policy"] for e in plans)
     # the refits share one latent cache: one VAE (not refitted), one entry per episode, each encoded once
     from world_models.latent_cache import file_fingerprint
 
@@ -102,6 +106,10 @@ def test_coevolution_keys_are_checked_before_start(real_world):
     keys = _overrides(real_world)
     with pytest.raises(ConfigError, match=r"coevolution.state_model_data=None: the episodes the state model"):
         load_config("ppo_pi0_metaworld", [*keys, "coevolution.state_model_data=null"])
+    with pytest.raises(
+        ConfigError, match=r"coevolution.real_episodes_per_task=0: > 0 unless coevolution.plans_per"
+    ):
+        load_config("ppo_pi0_metaworld", [*keys, "coevolution.real_episodes_per_task=0"])
     with pytest.raises(ConfigError, match=r"env.eval.env_type=None: coevolution's real rollouts"):
         load_config("ppo_pi0_metaworld", [*keys, "~env.eval", "runner.val_check_interval=-1"])
     with pytest.raises(ConfigError, match=r"env.train.state_model_config=None: coevolution refits"):
@@ -162,9 +170,12 @@ def recorded_rounds(real_world, tmp_path, monkeypatch):
         saved = [str(tmp_path / "co" / "checkpoints" / f"global_step_{end}")] if start < end else []
         return SimpleNamespace(saved=saved, global_step=max(start, end), last_eval={})
 
-    def collect_real(cfg, policy, out, seed):
+    def collect_real(cfg, policy, out, seed, episodes, imagine=None):
         os.makedirs(out)
-        return {"real_env_steps": 10, "real_episodes": 2, "real_success": 0.5}
+        calls.setdefault("collected", []).append(
+            (os.path.basename(out), imagine and imagine.state_model_config)
+        )
+        return {"env_steps": 10, "episodes": 2, "success": 0.5}
 
     def refit(cfg, data, state_model, dynamics, out):
         os.makedirs(os.path.join(out, "state_model"))
@@ -219,6 +230,29 @@ def test_a_resumed_coevolution_keeps_its_finished_rounds_and_adds_more(recorded_
     # a run without a resume_dir starts anew
     assert [r["round"] for r in run_coevolution(cfg)] == [1, 2]
     assert len((root / "rounds.jsonl").read_text().splitlines()) == 2
+
+
+def test_rounds_of_plans_only_replay_what_the_round_imagined(recorded_rounds, real_world, tmp_path):
+    """``plans_per_task`` without real rollouts: each round's plans are imagined in the state model that round
+    trained in, their replayed steps are the round's real env steps, and a resumed run merges them again."""
+    from policy_and_value.runner.coevolution import run_coevolution
+
+    cfg, calls = recorded_rounds
+    co = cfg.coevolution.model_copy(update={"real_episodes_per_task": 0, "plans_per_task": 2})
+    records = run_coevolution(cfg.model_copy(update={"coevolution": co}))
+    assert calls["collected"] == [("plans", real_world["state"]), ("plans", records[0]["state_model"])]
+    assert [(r["real_episodes"], r["plan_episodes"], r["real_env_steps_total"]) for r in records] == [
+        (0, 2, 10), (0, 2, 20)
+    ]  # fmt: skip
+    root = tmp_path / "co" / "coevolution"
+    plans = [str(root / f"round_{r}" / "plans") for r in (1, 2)]
+    assert calls["merged"] == [
+        [cfg.coevolution.state_model_data, *plans[:1]],
+        [cfg.coevolution.state_model_data, *plans],
+    ]
+    resumed = _resumed(cfg, 2, rounds=3)
+    run_coevolution(resumed.model_copy(update={"coevolution": co.model_copy(update={"rounds": 3})}))
+    assert calls["merged"][-1][:3] == [cfg.coevolution.state_model_data, *plans]
 
 
 def test_a_checkpoint_that_cannot_continue_the_rounds_is_refused(recorded_rounds, real_world, tmp_path):
