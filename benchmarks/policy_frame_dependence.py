@@ -31,12 +31,13 @@ MODES = ("real", "frozen", "black", "vae", "rendered")
 def imagination_of(cfg, env, samples: int):
     """The world-model env of ``cfg.env.train`` with ``env``'s envs, each on the same task: it draws the frames of
     states as imagination does, and its dynamics model's VAE gives the ``vae`` frames."""
+    from policy_and_value.envs.base import env_task_names
     from world_models.env import WorldModelEnv
 
     update = {"num_envs": env.num_envs, "group_size": samples, "auto_reset": False, "use_fixed_reset_state_ids": False,
               "visualize_wm_pred": False}  # fmt: skip
     wm = WorldModelEnv(cfg.env.train.model_copy(update=update), env.num_envs, seed=0)
-    if [wm.tasks[t] for t in wm.task_ids] != [env.tasks[t] for t in env.task_ids]:
+    if env_task_names(wm) != env_task_names(env):
         raise SystemExit(f"env.train.tasks={wm.tasks} and env.eval.tasks={env.tasks} differ")
     return wm
 

@@ -271,6 +271,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     from policy_and_value.config import load_config
+    from policy_and_value.envs.base import env_task_names
     from policy_and_value.envs.metaworld_env import MetaWorldEnv
     from policy_and_value.models.registry import make_policy
     from world_models.env import WorldModelEnv
@@ -300,7 +301,7 @@ def main() -> None:
     }
     wm_env = WorldModelEnv(wcfg.model_copy(update={**common, **imagined}), n, seed=args.seed)
     real_env = MetaWorldEnv(rcfg.model_copy(update={**common, "reward_signal": "dense"}), n, seed=args.seed)
-    if list(wm_env.task_ids) != list(real_env.task_ids):
+    if env_task_names(wm_env) != env_task_names(real_env):
         raise SystemExit("the world-model and Meta-World envs assign tasks differently")
     policy = make_policy(
         cfg.model, wm_env.spec, cfg.algorithm.logprob_type, cfg.algorithm.reward_type == "action_level",

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from policy_and_value.config.schema import EnvConfig
+from policy_and_value.envs.base import env_task_names
 from policy_and_value.envs.metaworld_tasks import (
     CAMERAS,
     MT10_TASKS,
@@ -154,7 +155,7 @@ class ImaginedPlanActor:
                                        "use_fixed_reset_state_ids": False, "ignore_terminations": True,
                                        "visualize_wm_pred": False})  # fmt: skip
         self.env = WorldModelEnv(cfg, n, seed=seed)
-        if [self.env.tasks[t] for t in self.env.task_ids] != list(env_tasks):
+        if env_task_names(self.env) != list(env_tasks):
             raise SystemExit(f"--imagine: env.train.tasks={cfg.tasks}; expected --tasks {list(dict.fromkeys(env_tasks))} "
                              "in the order given")  # fmt: skip
         self.policy, self.steps = policy, steps
@@ -217,9 +218,7 @@ def collect(
         actor = PolicyActor(policy_dir, noise_level, seed)
         if imagine:
             try:
-                actor = ImaginedPlanActor(
-                    actor, imagine, [tasks[t] for t in env.task_ids], max_episode_steps, seed
-                )
+                actor = ImaginedPlanActor(actor, imagine, env_task_names(env), max_episode_steps, seed)
             except BaseException:  # a config or task mismatch: close the simulator before stopping
                 env.close()
                 raise

@@ -124,3 +124,9 @@ class BatchedEnv(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release simulator resources."""
+
+
+def env_task_names(env: BatchedEnv) -> list[str]:
+    """The task each env of a multi-task ``env`` plays, by name: what a world-model env and a simulator
+    stepped side by side must agree on (their task lists may be ordered differently)."""
+    return [env.tasks[t] for t in env.task_ids]  # type: ignore[attr-defined]
