@@ -31,7 +31,7 @@ def test_refit_script_writes_its_models_and_gauges_each(tmp_path):
     assert gauges == 4  # the base model's gauge, the refitted one's, the longer-trained one's, the plans' one
     plans = json.loads((out / "plan_rollouts" / "index.json").read_text())["episodes"]
     assert len(plans) == 3
-    assert f"({out}/long/model)" in plans[0]["policy"]  # planned in the longer-trained one
+    assert f"planned in the world model of {out}/long/model " in plans[0]["policy"]  # the longer-trained one
     assert f"state_model_config={out}/plans/model" in done.stdout  # the model to train in
     bad = subprocess.run(["bash", script, str(tmp_path / "nowhere"), str(tmp_path / "x")],
                          env=env, capture_output=True, text=True)  # fmt: skip
