@@ -117,6 +117,10 @@ def check_coevolution(cfg: JobConfig) -> None:
         ("coevolution.real_episodes_per_task", co.real_episodes_per_task,
          co.real_episodes_per_task + co.plans_per_task > 0,
          "> 0 unless coevolution.plans_per_task > 0 (a refit needs new real episodes)"),
+        ("env.train.tasks", list(train.tasks),
+         co.plans_per_task == 0 or cfg.env.eval is None or list(train.tasks) == list(cfg.env.eval.tasks),
+         f"env.eval.tasks in the same order with coevolution.plans_per_task > 0 (each plan is imagined in "
+         f"env.train's world model and replayed in env.eval's simulator): {list(cfg.env.eval.tasks) if cfg.env.eval else []}"),
     ]  # fmt: skip
     for key, value, ok, allowed in needs:
         if not ok:

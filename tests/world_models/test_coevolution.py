@@ -110,6 +110,12 @@ def test_coevolution_keys_are_checked_before_start(real_world):
         ConfigError, match=r"coevolution.real_episodes_per_task=0: > 0 unless coevolution.plans_per"
     ):
         load_config("ppo_pi0_metaworld", [*keys, "coevolution.real_episodes_per_task=0"])
+    with pytest.raises(
+        ConfigError, match=r"env.train.tasks=\['push-v3', 'reach-v3'\]: env.eval.tasks in the same order"
+    ):
+        load_config(
+            "ppo_pi0_metaworld", [*keys, "coevolution.plans_per_task=1", f"env.train.tasks={TASKS[::-1]}"]
+        )
     with pytest.raises(ConfigError, match=r"env.eval.env_type=None: coevolution's real rollouts"):
         load_config("ppo_pi0_metaworld", [*keys, "~env.eval", "runner.val_check_interval=-1"])
     with pytest.raises(ConfigError, match=r"env.train.state_model_config=None: coevolution refits"):
