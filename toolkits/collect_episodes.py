@@ -150,10 +150,10 @@ class ImaginedPlanActor:
 
         if world.env_type != "world_model":
             raise SystemExit(f"--imagine: env.train.env_type={world.env_type}; expected world_model")
-        n = len(env_tasks)
+        n = len(env_tasks)  # one env per simulator env, in its task order: RL's task weights do not apply
         cfg = world.model_copy(update={"num_envs": n, "max_episode_steps": steps, "auto_reset": False, "group_size": 1,
                                        "use_fixed_reset_state_ids": False, "ignore_terminations": True,
-                                       "visualize_wm_pred": False})  # fmt: skip
+                                       "visualize_wm_pred": False, "task_weights": None})  # fmt: skip
         self.env = WorldModelEnv(cfg, n, seed=seed)
         if env_task_names(self.env) != list(env_tasks):
             raise SystemExit(f"--imagine: env.train.tasks={cfg.tasks}; expected --tasks {list(dict.fromkeys(env_tasks))} "

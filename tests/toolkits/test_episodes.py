@@ -180,6 +180,11 @@ def test_collect_imagined_plans_replays_what_the_policy_did_in_the_world_model(t
     for i in range(3):
         assert np.array_equal(data[i].actions, plans[0][i, : len(data[i].actions)])
     assert f"planned in the world model of {world.state_model_config}" in data.entries[0]["policy"]
+    # RL's shares of env groups do not apply to the plans (these weights would give the 3 envs door, reach, door)
+    weighted = world.model_copy(update={"task_weights": [1.0, 1.0, 4.0]})
+    ce.collect(tasks, 1, ["corner", "gripperPOV"], 64, 0.0, 0.0, 4, 3, num_envs=3, log=lambda *_: None,
+               policy_dir="assets/metaworld_outcome/policy", noise_level=0.5, imagine=weighted)  # fmt: skip
+    assert len(plans) == 2 and plans[1].shape == (3, 4, 4)
     with pytest.raises(SystemExit, match=r"env.train.tasks=\['reach-v3', 'button-press-topdown-v3', 'door-open-v3'\]; "
                        r"expected --tasks \['door-open-v3', 'button-press-topdown-v3', 'reach-v3'\]"):  # fmt: skip
         ce.collect(tasks[::-1], 1, ["corner", "gripperPOV"], 64, 0.0, 0.0, 8, 3, num_envs=3, log=lambda *_: None,
