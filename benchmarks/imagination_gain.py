@@ -165,12 +165,13 @@ def train(cfg) -> tuple[list[tuple[int, str]], float, dict[int, int]]:
     """Run the job (its co-evolution rounds when ``coevolution.rounds`` > 0); returns ((step, rollout
     weights) of every checkpoint saved, the last one last; wall seconds; the real-env steps used up to
     each of those checkpoints)."""
-    from policy_and_value.config.env_checks import env_groups
+    from policy_and_value.config.env_checks import real_env_count
     from policy_and_value.runner import run_job
     from policy_and_value.runner.checkpoint import checkpoint_step
+    from policy_and_value.runner.coevolution import rl_real_env_steps
 
     start = time.time()
-    if cfg.coevolution.rounds > 0:  # co-evolution: every round's checkpoint, the real steps its refits used
+    if cfg.coevolution.rounds > 0:  # co-evolution: every round's checkpoint, the real steps it used so far
         from policy_and_value.runner.coevolution import run_coevolution
 
         records = run_coevolution(cfg)
@@ -178,16 +179,13 @@ def train(cfg) -> tuple[list[tuple[int, str]], float, dict[int, int]]:
         return saved, time.time() - start, {r["step"]: int(r["real_env_steps_total"]) for r in records}
     runner = run_job(cfg)
     wall = time.time() - start
-    algo, env = cfg.algorithm, cfg.env.train
-    groups = [group for _, group in env_groups(env)] or [env]
-    real_envs = sum(g.num_envs for g in groups if g.env_type != "world_model")
-    if real_envs == env.num_envs:  # all real: the steps the finished episodes took (they end at success)
+    all_real = real_env_count(cfg.env.train) == cfg.env.train.num_envs
+    if all_real:  # the steps the finished episodes took (they end at success)
         with open(os.path.join(runner.log_dir, "metrics.jsonl")) as f:
             per_step = {r["step"]: r.get("env/episode_steps", 0) for r in map(json.loads, f)}  # last run wins
         used = lambda step: int(sum(n for s, n in per_step.items() if s <= step))  # noqa: E731
     else:  # imagined or mixed: the real groups' envs step every chunk
-        per = real_envs * algo.n_chunk_steps * env.num_action_chunks * algo.rollout_epoch
-        used = lambda step: per * step  # noqa: E731
+        used = lambda step: rl_real_env_steps(cfg, step)  # noqa: E731
     saved = [(checkpoint_step(d), os.path.join(d, "rollout", "model.safetensors")) for d in runner.saved]
     return saved, wall, {step: used(step) for step, _ in saved}
 

@@ -99,15 +99,30 @@ def check_backends(cfg: JobConfig) -> None:
 
 
 def check_coevolution(cfg: JobConfig) -> None:
-    """Co-evolution needs a world-model env with a state model, the episodes it was trained on, a Meta-World
-    eval env (whose tasks and views the real rollouts use) and a pi0 policy (exported for those rollouts)."""
+    """Co-evolution needs one world-model env with a state model (alone or beside real env groups), the
+    episodes it was trained on, a Meta-World eval env (whose tasks and views the real rollouts use) and a pi0
+    policy (exported for those rollouts)."""
+    from policy_and_value.config.env_checks import world_model_groups
+
     co, train = cfg.coevolution, cfg.env.train
     if co.rounds == 0:
         return
+    worlds = world_model_groups(train)
+    world = worlds[0] if len(worlds) == 1 else train
+    per_group = [
+        (i, k)
+        for i, g in enumerate(train.groups)
+        for k in ("state_model_config", "dynamics_model_config")
+        if k in g
+    ]
     needs = [
-        ("env.train.env_type", train.env_type, train.env_type == "world_model" and not train.groups,
-         "coevolution.rounds > 0 trains in one world-model env group (env_type world_model, no groups)"),
-        ("env.train.state_model_config", train.state_model_config, train.state_model_config is not None,
+        ("env.train.env_type", train.env_type, len(worlds) == 1,
+         "coevolution.rounds > 0 trains in one world-model env: env_type world_model, or one such env group "
+         f"beside real ones (here {len(worlds)})"),
+        (f"env.train.groups[{per_group[0][0]}].{per_group[0][1]}" if per_group else "env.train.groups",
+         train.groups[per_group[0][0]][per_group[0][1]] if per_group else None, not per_group,
+         "each round sets its refitted models on env.train, which the world-model group inherits: set them there"),
+        ("env.train.state_model_config", world.state_model_config, world.state_model_config is not None,
          "coevolution refits the state model: set a state model directory"),
         ("env.eval.env_type", cfg.env.eval.env_type if cfg.env.eval else None,
          cfg.env.eval is not None and cfg.env.eval.env_type == "metaworld",
@@ -117,8 +132,8 @@ def check_coevolution(cfg: JobConfig) -> None:
         ("coevolution.real_episodes_per_task", co.real_episodes_per_task,
          co.real_episodes_per_task + co.plans_per_task > 0,
          "> 0 unless coevolution.plans_per_task > 0 (a refit needs new real episodes)"),
-        ("env.train.tasks", list(train.tasks),
-         co.plans_per_task == 0 or cfg.env.eval is None or list(train.tasks) == list(cfg.env.eval.tasks),
+        ("env.train.tasks", list(world.tasks),
+         co.plans_per_task == 0 or cfg.env.eval is None or list(world.tasks) == list(cfg.env.eval.tasks),
          f"env.eval.tasks in the same order with coevolution.plans_per_task > 0 (each plan is imagined in "
          f"env.train's world model and replayed in env.eval's simulator): {list(cfg.env.eval.tasks) if cfg.env.eval else []}"),
     ]  # fmt: skip

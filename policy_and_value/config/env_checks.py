@@ -276,6 +276,18 @@ def env_groups(env: EnvConfig) -> list[tuple[str, EnvConfig]]:
     return [(str(g["name"]), _group_config(base, g)) for g in env.groups]
 
 
+def world_model_groups(env: EnvConfig) -> list[EnvConfig]:
+    """The world-model envs among ``env``'s groups (``env`` itself when it has none), each a full config."""
+    groups = [group for _, group in env_groups(env)] or [env]
+    return [g for g in groups if g.env_type == "world_model"]
+
+
+def real_env_count(env: EnvConfig) -> int:
+    """How many of ``env``'s envs are a real simulator's (not imagined): its real groups' shares."""
+    groups = [group for _, group in env_groups(env)] or [env]
+    return sum(g.num_envs for g in groups if g.env_type != "world_model")
+
+
 def _group_config(base: dict[str, Any], group: dict[str, Any]) -> EnvConfig:
     return EnvConfig.model_validate({**base, **{k: v for k, v in group.items() if k != "name"}})
 

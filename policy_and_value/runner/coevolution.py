@@ -2,7 +2,8 @@
 rounds of
 
 1. RL in imagination for ``steps_per_round`` steps (the job itself, resumed from the last round's
-   checkpoint, with the newest state model);
+   checkpoint, with the newest state model; env groups of a real simulator may train beside the
+   world-model one, mixed training, and their steps count as real env steps);
 2. ``real_episodes_per_task`` real Meta-World rollouts of the current policy (its rollout weights,
    exported, sampled with ``model.pi0.noise_level``) on the training layouts (``layout_seed``), and/or
    ``plans_per_task`` of its episodes played in the world model it just trained in, from Meta-World's start,
@@ -33,6 +34,7 @@ import shutil
 from typing import Any
 
 from policy_and_value.algorithms.lr_schedule import scheduled_optimizer_steps
+from policy_and_value.config.env_checks import real_env_count, world_model_groups
 from policy_and_value.config.schema import EnvConfig, JobConfig
 from policy_and_value.runner.checkpoint import checkpoint_step, log_dir_of
 
@@ -123,6 +125,13 @@ def collect_real(
     }
 
 
+def rl_real_env_steps(cfg: JobConfig, steps: int) -> int:
+    """Real env steps ``steps`` RL steps take in the train env's real groups (mixed training; 0 in imagination
+    alone): every real env steps every chunk of every rollout epoch."""
+    algo, env = cfg.algorithm, cfg.env.train
+    return real_env_count(env) * algo.n_chunk_steps * env.num_action_chunks * algo.rollout_epoch * steps
+
+
 def round_data(here: str) -> list[str]:
     """The episode folders a finished round added: its real rollouts and/or its replayed plans."""
     return [os.path.join(here, d) for d in ("episodes", "plans") if os.path.isdir(os.path.join(here, d))]
@@ -139,8 +148,9 @@ def collect_round(cfg: JobConfig, job: JobConfig, policy: str, here: str, r: int
         real = collect_real(cfg, policy, os.path.join(here, "episodes"), seed, co.real_episodes_per_task)
     if co.plans_per_task > 0:
         plans = collect_real(
-            cfg, policy, os.path.join(here, "plans"), seed + 500, co.plans_per_task, imagine=job.env.train
-        )
+            cfg, policy, os.path.join(here, "plans"), seed + 500, co.plans_per_task,
+            imagine=world_model_groups(job.env.train)[0],
+        )  # fmt: skip
     return {
         "real_env_steps": real["env_steps"] + plans["env_steps"],
         "real_episodes": real["episodes"],
@@ -157,7 +167,7 @@ def refit(cfg: JobConfig, data: str, state_model: str, dynamics: str, out: str) 
     from world_models.train import train_world_model
     from world_models.train_state_model import train_state_model
 
-    co, train = cfg.coevolution, cfg.env.train
+    co, train = cfg.coevolution, world_model_groups(cfg.env.train)[0]
     renders = bool(StateModelConfig.load(os.path.join(state_model, "config.json")).latent_shape)
     job = StateModelJob.model_validate({
         "data": {"path": data, "tasks": list(train.tasks), "state_type": train.state_type},
@@ -190,10 +200,11 @@ def log_round(cfg: JobConfig, log_dir: str, record: dict[str, Any], log=print) -
     )
     metrics.close()
     evaluated = f", eval success {record['eval/success_once']:.3f}" if "eval/success_once" in record else ""
+    rl = f" ({record['rl_real_env_steps']} in RL's real envs)" if record.get("rl_real_env_steps") else ""
     rollouts = f", real rollouts' success {record['real_success']:.2f}" if record["real_episodes"] else ""
     plans = f", replayed plans' success {record['plan_success']:.2f}" if record.get("plan_episodes") else ""
     log(f"co-evolution round {record['round']}/{cfg.coevolution.rounds}: step {record['step']}, "
-        f"{record['real_env_steps']} real env steps ({record['real_env_steps_total']} in all){rollouts}{plans}"
+        f"{record['real_env_steps']} real env steps{rl} ({record['real_env_steps_total']} in all){rollouts}{plans}"
         f"{evaluated}; state model refitted -> {record['state_model']}")  # fmt: skip
 
 
@@ -224,7 +235,9 @@ def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
             if os.path.isdir(here):  # what an unfinished attempt at this round left: made anew
                 shutil.rmtree(here)
             job = round_config(cfg, r, resume, state_model, dynamics)
+            start = checkpoint_step(resume) if resume else 0
             runner = run_job(job)
+            rl = rl_real_env_steps(cfg, runner.global_step - start)
             resume = runner.saved[-1] if runner.saved else resume  # resumed at the round's end: no steps left
             policy = str(export_policy(resume, os.path.join(here, "policy")))
             real = collect_round(cfg, job, policy, here, r)
@@ -232,6 +245,7 @@ def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
             merged = os.path.join(here, "data")
             merge_datasets(datasets, merged)
             state_model, dynamics = refit(cfg, merged, state_model, dynamics, here)
+            real = {**real, "real_env_steps": real["real_env_steps"] + rl, "rl_real_env_steps": rl}
             total += real["real_env_steps"]
             record = {"round": r + 1, "step": runner.global_step, **real, "real_env_steps_total": total,
                       "checkpoint": resume, "state_model": state_model, "dynamics_model": dynamics,

@@ -16,6 +16,11 @@ from reward_models import FrameScorer, RewardModelConfig
 from tests.world_models.conftest import tiny_dynamics
 
 TASKS = ["reach-v3", "push-v3"]
+# mixed training: 2 imagined envs beside 2 Meta-World envs (one per task), the state model set on env.train
+MIXED = [
+    "env.train.num_envs=4",
+    "env.train.groups=[{name:imagined,num_envs:2},{name:real,num_envs:2,env_type:metaworld}]",
+]
 
 
 @pytest.fixture(scope="module")
@@ -63,20 +68,23 @@ def _overrides(world: dict[str, str]) -> list[str]:
 
 @pytest.mark.slow
 def test_rounds_train_collect_refit_and_count_real_steps(real_world, tmp_path, capsys):
+    """Mixed rounds: RL on imagined envs beside Meta-World ones, then a rollout and a plan per task, a refit;
+    the real group's RL steps count as real env steps too."""
     from policy_and_value.runner.coevolution import run_coevolution
     from tests.runtime.jobs import shared_ray_job
 
     cfg = load_config(
         "ppo_pi0_metaworld",
-        [*_overrides(real_world), f"runner.logger.log_path={tmp_path}", "runner.logger.experiment_name=co",
+        [*_overrides(real_world), *MIXED, f"runner.logger.log_path={tmp_path}", "runner.logger.experiment_name=co",
          "coevolution.plans_per_task=1"],
     )  # fmt: skip
     with shared_ray_job():  # the rounds' jobs share this process's Ray (tests/runtime/jobs.py)
         records = run_coevolution(cfg)
     assert [r["round"] for r in records] == [1, 2] and [r["step"] for r in records] == [1, 2]
-    for r in records:  # a rollout and a replayed plan per task, both counted
+    for r in records:  # a rollout and a replayed plan per task, both counted, beside RL's real envs
         assert r["real_episodes"] == r["plan_episodes"] == len(TASKS)
-        assert len(TASKS) < r["real_env_steps"] <= 2 * 8 * len(TASKS)
+        assert r["rl_real_env_steps"] == 2 * 2 * 4  # 2 real envs x 2 chunks of 4 actions, one step a round
+        assert len(TASKS) < r["real_env_steps"] - r["rl_real_env_steps"] <= 2 * 8 * len(TASKS)
         assert "eval/success_once" in r and os.path.isfile(
             os.path.join(r["state_model"], "model.safetensors")
         )
@@ -99,6 +107,7 @@ def test_rounds_train_collect_refit_and_count_real_steps(real_world, tmp_path, c
     assert records[1]["checkpoint"].endswith("global_step_2")
     metrics = [json.loads(x) for x in (tmp_path / "co" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2]  # round 2 resumed round 1's checkpoint
+    assert all("env/real/return" in m and "env/imagined/return" in m for m in metrics)
     assert "co-evolution round 2/2" in capsys.readouterr().out
 
 
@@ -115,6 +124,26 @@ def test_coevolution_keys_are_checked_before_start(real_world):
     ):
         load_config(
             "ppo_pi0_metaworld", [*keys, "coevolution.plans_per_task=1", f"env.train.tasks={TASKS[::-1]}"]
+        )
+    mixed = load_config("ppo_pi0_metaworld", [*keys, *MIXED])  # a world-model group beside a real one
+    assert [g.get("env_type") for g in mixed.env.train.groups] == [None, "metaworld"]
+    with pytest.raises(
+        ConfigError,
+        match=r"env.train.env_type='world_model': .* one such env group beside real ones \(here 2\)",
+    ):
+        load_config(
+            "ppo_pi0_metaworld",
+            [*keys, *MIXED[:1], "env.train.groups=[{name:a,num_envs:2},{name:b,num_envs:2}]"],
+        )
+    own = (
+        f"{{name:a,num_envs:2,state_model_config:'{real_world['state']}'}}"  # the group's own: never refitted
+    )
+    with pytest.raises(
+        ConfigError, match=r"env.train.groups\[0\].state_model_config='.*': each round sets its refitted"
+    ):
+        load_config(
+            "ppo_pi0_metaworld",
+            [*keys, *MIXED[:1], f"env.train.groups=[{own},{{name:b,num_envs:2,env_type:metaworld}}]"],
         )
     with pytest.raises(ConfigError, match=r"env.eval.env_type=None: coevolution's real rollouts"):
         load_config("ppo_pi0_metaworld", [*keys, "~env.eval", "runner.val_check_interval=-1"])
@@ -165,6 +194,7 @@ def test_every_round_keeps_the_whole_lr_schedule(real_world):
 def recorded_rounds(real_world, tmp_path, monkeypatch):
     """run_coevolution with RL, export, real rollouts, merge and refit replaced by recorders (10 real steps a
     round, each refit a new state model folder); returns (config of 2 rounds of 1 step, calls)."""
+    from policy_and_value.config.env_checks import world_model_groups
     from policy_and_value.runner import coevolution
 
     calls: dict[str, list] = {"jobs": [], "merged": []}
@@ -172,7 +202,7 @@ def recorded_rounds(real_world, tmp_path, monkeypatch):
     def run_job(cfg):
         start = coevolution.checkpoint_step(cfg.runner.resume_dir) if cfg.runner.resume_dir else 0
         end = cfg.runner.max_steps
-        calls["jobs"].append((start, end, cfg.env.train.state_model_config))
+        calls["jobs"].append((start, end, world_model_groups(cfg.env.train)[0].state_model_config))
         saved = [str(tmp_path / "co" / "checkpoints" / f"global_step_{end}")] if start < end else []
         return SimpleNamespace(saved=saved, global_step=max(start, end), last_eval={})
 
@@ -259,6 +289,29 @@ def test_rounds_of_plans_only_replay_what_the_round_imagined(recorded_rounds, re
     resumed = _resumed(cfg, 2, rounds=3)
     run_coevolution(resumed.model_copy(update={"coevolution": co.model_copy(update={"rounds": 3})}))
     assert calls["merged"][-1][:3] == [cfg.coevolution.state_model_data, *plans]
+
+
+def test_mixed_rounds_count_the_real_groups_steps(recorded_rounds, real_world, tmp_path):
+    """Mixed training in every round: the world-model group trains with the round's refitted state model and
+    plans in it; the real group's RL steps join the collected ones."""
+    from policy_and_value.runner.coevolution import run_coevolution
+
+    _, calls = recorded_rounds
+    cfg = load_config(
+        "ppo_pi0_metaworld",
+        [*_overrides(real_world), *MIXED, f"runner.logger.log_path={tmp_path}", "runner.logger.experiment_name=co",
+         "coevolution.plans_per_task=1", "coevolution.steps_per_round=2"],
+    )  # fmt: skip
+    records = run_coevolution(cfg)
+    assert calls["jobs"] == [(0, 2, real_world["state"]), (2, 4, records[0]["state_model"])]
+    assert calls["collected"][1::2] == [("plans", real_world["state"]), ("plans", records[0]["state_model"])]
+    rl = 2 * 2 * 4 * 2  # 2 real envs x 2 chunks of 4 actions x 2 steps a round
+    assert [(r["rl_real_env_steps"], r["real_env_steps"], r["real_env_steps_total"]) for r in records] == [
+        (rl, rl + 20, rl + 20), (rl, rl + 20, 2 * (rl + 20))
+    ]  # fmt: skip
+    # resumed from round 1's checkpoint: round 2 is redone and its RL steps counted once
+    records = run_coevolution(_resumed(cfg, 2, rounds=2, steps_per_round=2))
+    assert [r["real_env_steps_total"] for r in records] == [rl + 20, 2 * (rl + 20)]
 
 
 def test_a_checkpoint_that_cannot_continue_the_rounds_is_refused(recorded_rounds, real_world, tmp_path):
