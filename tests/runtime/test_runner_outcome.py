@@ -49,14 +49,36 @@ def test_the_start_that_aims_matches_its_checksums():
     assert len((root / "DEMOS.SHA256SUMS").read_text().splitlines()) == 57
 
 
-@pytest.mark.parametrize("name", ["rl_metaworld_dense_critic_20demo", "rl_metaworld_dense_wm_critic_20demo"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "rl_metaworld_dense_critic_20demo",
+        "rl_metaworld_dense_wm_critic_20demo",
+        "rl_metaworld_mixed_critic_20demo",
+    ],
+)
 def test_the_recipes_of_the_start_that_aims_validate(name):
-    """Both recipes compose on the shipped start, the 2-demonstration start's anchor standing in for theirs."""
+    """The recipes compose on the shipped start, the 2-demonstration start's anchor standing in for theirs."""
     from policy_and_value.config import load_config
 
     anchor = REPO / "assets" / "metaworld_outcome" / "demos"
     cfg = load_config(name, [f"algorithm.offline_data_path={anchor}"])
     assert cfg.rollout.model_dir == "assets/metaworld_outcome20/policy"
+    if (
+        name == "rl_metaworld_mixed_critic_20demo"
+    ):  # 48 imagined envs beside 12 real ones, all three tasks in each
+        from policy_and_value.config.env_checks import env_groups
+        from policy_and_value.envs.base import assign_tasks
+
+        groups = {
+            n: (
+                g.env_type,
+                g.num_envs,
+                len(set(assign_tasks(g.num_envs, len(g.tasks), 0, g.group_size).tolist())),
+            )
+            for n, g in env_groups(cfg.env.train)
+        }  # the tasks each group's envs are given
+        assert groups == {"imagined": ("world_model", 48, 3), "real": ("metaworld", 12, 3)}
 
 
 def test_outcome_job_trains_resumes_exactly_and_its_checkpoint_serves(tmp_path: Path):
