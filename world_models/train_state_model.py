@@ -271,6 +271,11 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
     data = StateWindows(episodes, train_ids, chunk, horizon, job.data.state_type)
     held = StateWindows(episodes, held_ids, chunk, horizon, job.data.state_type) if held_ids else None
     prompts = sorted({e["prompt"] for e in episodes.entries})
+    dynamics = None  # the renderer's target latents' model, loaded once (diffusers is imported only for one)
+    if job.render.dynamics_model_dir:
+        from world_models.dynamics_model import DynamicsModel
+
+        dynamics = DynamicsModel.from_pretrained(job.render.dynamics_model_dir)
     if job.init_model_dir:
         model = StateModel.from_pretrained(job.init_model_dir).train()
         known = set(model.cfg.prompts)
@@ -283,11 +288,6 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
             model = model.with_reward_head()
             fit_reward_std(model, data)
     else:
-        dynamics = None
-        if job.render.dynamics_model_dir:  # diffusers is imported only for a renderer
-            from world_models.dynamics_model import DynamicsModel
-
-            dynamics = DynamicsModel.from_pretrained(job.render.dynamics_model_dir)
         cfg = StateModelConfig(
             state_dim=data.states.shape[1], action_dim=data.actions.shape[1], action_chunk=chunk, prompts=prompts,
             ensemble_size=job.model.ensemble_size, hidden=job.model.hidden, layers=job.model.layers,
@@ -340,11 +340,8 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
     if held is not None:
         metrics = evaluate(model, held, horizon)
         log("state model, held out: " + ", ".join(f"{key}={value:.4g}" for key, value in metrics.items()))
-    if job.render.dynamics_model_dir:
-        from world_models.dynamics_model import DynamicsModel
-
-        dynamics = DynamicsModel.from_pretrained(job.render.dynamics_model_dir).to(device)
-        train_renderer(model, dynamics, episodes, train_ids, held_ids, job, log)
+    if dynamics is not None:
+        train_renderer(model, dynamics.to(device), episodes, train_ids, held_ids, job, log)
     out = Path(job.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     replace_dir_atomically(out / MODEL_DIR, model.cpu().save_pretrained)
