@@ -42,7 +42,9 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0, help="the evaluation's noise and layout draws")
     p.add_argument("--episodes", type=int, default=50, help="per task")
     p.add_argument("--out", default=None, help="write the results as JSON here")
-    args, overrides = p.parse_known_args()
+    from policy_and_value.config.cli import parse_with_overrides
+
+    args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
     weights = {run: None if run == "imitation" else latest_weights(run) for run in args.runs}  # checked first
     cfg = load_config(args.config, [*overrides, f"env.eval.layout_seed={args.layout_seed}"])
     results = {}

@@ -207,7 +207,9 @@ def main() -> None:
         "--arm-name", default="world model", help="label of the config's own arm (e.g. 'Meta-World' when the "
         "overrides train it there)"
     )  # fmt: skip
-    args, overrides = p.parse_known_args()
+    from policy_and_value.config.cli import parse_with_overrides
+
+    args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
 
     from policy_and_value.config import load_config
 

@@ -14,7 +14,7 @@ to one place can still correct) and how far (xy) the hand ends from the target i
 ``--open-loop`` adds the ceiling of a policy that ignores where the button is: the best success of a
 scripted hand that presses at one fixed point (the best of a 1 cm grid) on the same layouts.
 ``imitation`` stands for the config's start policy; a run directory's latest checkpoint is loaded (as
-``eval_saved_runs.py`` does). Put config overrides before ``--runs``.
+``eval_saved_runs.py`` does). Config overrides (``key=value``) may stand anywhere among the options.
 """
 
 from __future__ import annotations
@@ -130,7 +130,9 @@ def main() -> None:
         "--open-loop", action="store_true",
         help="also the best success of a scripted press at one fixed (x, y) for every button layout (7x7 grid, 1 cm)",
     )  # fmt: skip
-    args, overrides = p.parse_known_args()
+    from policy_and_value.config.cli import parse_with_overrides
+
+    args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
     weights = {run: None if run == "imitation" else latest_weights(run) for run in args.runs}  # checked first
     cfg = load_config(args.config, overrides)
     tasks = args.tasks or [t for t in cfg.env.eval.tasks if t in TARGETS]

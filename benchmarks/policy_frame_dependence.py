@@ -68,7 +68,9 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=4)
     p.add_argument("--episode-steps", type=int, default=150)
     p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES[:3]))
-    args, overrides = p.parse_known_args()
+    from policy_and_value.config.cli import parse_with_overrides
+
+    args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
 
     from policy_and_value.config import load_config
     from policy_and_value.envs.metaworld_env import MetaWorldEnv

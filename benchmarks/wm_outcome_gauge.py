@@ -267,7 +267,9 @@ def main() -> None:
     p.add_argument("--starts-per-round", type=int, default=3, help="starts per task played at once")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
-    args, overrides = p.parse_known_args()
+    from policy_and_value.config.cli import parse_with_overrides
+
+    args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
     torch.set_num_threads(args.threads)
 
     from policy_and_value.config import load_config

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,23 @@ from pydantic import BaseModel, ValidationError
 
 from policy_and_value.config.errors import ConfigError, format_validation_error
 from policy_and_value.config.load import compose_config
+
+
+def parse_with_overrides(
+    parser: argparse.ArgumentParser, argv: list[str] | None = None
+) -> tuple[argparse.Namespace, list[str]]:
+    """``parser``'s options and the job's ``key=value`` overrides, in any order (``--seeds 0 1 lr=1e-4`` as well
+    as ``lr=1e-4 --seeds 0 1``): an override is an argument holding ``=`` that is neither an option nor an
+    option's single value; everything else goes to ``parser``, so a misspelt option is an error, not an override."""
+    single = {s for action in parser._actions for s in action.option_strings if action.nargs is None}
+    options, overrides, value_next = [], [], False
+    for arg in sys.argv[1:] if argv is None else argv:
+        if value_next or arg.startswith("-") or "=" not in arg:
+            options.append(arg)
+            value_next = not value_next and arg in single
+        else:
+            overrides.append(arg)
+    return parser.parse_args(options), overrides
 
 
 def job_cli(

@@ -246,3 +246,23 @@ def test_a_missing_folder_a_script_builds_names_that_script():
         ConfigError, match=r"offline_data_path.*write one with python -m toolkits.collect_episodes"
     ):
         load_config("rl_metaworld_dense_critic_20demo", ["algorithm.offline_data_path=data/elsewhere"])
+
+
+def test_overrides_stand_anywhere_among_a_benchmark_s_options():
+    """``parse_with_overrides``: ``key=value`` arguments are the job's overrides wherever they stand, except as an
+    option's single value; a misspelt option stops the parser instead of passing for an override."""
+    import argparse
+
+    from policy_and_value.config.cli import parse_with_overrides
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--seeds", type=int, nargs="+")
+    p.add_argument("--arm-name")
+    p.add_argument("--no-real-ppo", action="store_true")
+    args, overrides = parse_with_overrides(
+        p, ["a.b=1", "--seeds", "0", "1", "c=2", "--arm-name", "x=y", "--no-real-ppo", "d=[1,2]"]
+    )
+    assert args.seeds == [0, 1] and args.arm_name == "x=y" and args.no_real_ppo
+    assert overrides == ["a.b=1", "c=2", "d=[1,2]"]
+    with pytest.raises(SystemExit):
+        parse_with_overrides(p, ["--sedes", "0", "a=1"])
