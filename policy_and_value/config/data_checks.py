@@ -109,18 +109,17 @@ def check_coevolution(cfg: JobConfig) -> None:
         return
     worlds = world_model_groups(train)
     world = worlds[0] if len(worlds) == 1 else train
-    per_group = [
-        (i, k)
-        for i, g in enumerate(train.groups)
-        for k in ("state_model_config", "dynamics_model_config")
-        if k in g
-    ]
+    # a group's own state or dynamics model would never see the rounds' refits (they are set on env.train)
+    models = ("state_model_config", "dynamics_model_config")
+    own = next(
+        ((f"env.train.groups[{i}].{k}", g[k]) for i, g in enumerate(train.groups) for k in models if k in g),
+        None,
+    )
     needs = [
         ("env.train.env_type", train.env_type, len(worlds) == 1,
          "coevolution.rounds > 0 trains in one world-model env: env_type world_model, or one such env group "
          f"beside real ones (here {len(worlds)})"),
-        (f"env.train.groups[{per_group[0][0]}].{per_group[0][1]}" if per_group else "env.train.groups",
-         train.groups[per_group[0][0]][per_group[0][1]] if per_group else None, not per_group,
+        (*(own or ("env.train.groups", None)), own is None,
          "each round sets its refitted models on env.train, which the world-model group inherits: set them there"),
         ("env.train.state_model_config", world.state_model_config, world.state_model_config is not None,
          "coevolution refits the state model: set a state model directory"),

@@ -276,16 +276,19 @@ def env_groups(env: EnvConfig) -> list[tuple[str, EnvConfig]]:
     return [(str(g["name"]), _group_config(base, g)) for g in env.groups]
 
 
+def _built_envs(env: EnvConfig) -> list[EnvConfig]:
+    """The envs ``env`` builds, each a full config: its groups, or ``env`` itself when it has none."""
+    return [group for _, group in env_groups(env)] or [env]
+
+
 def world_model_groups(env: EnvConfig) -> list[EnvConfig]:
     """The world-model envs among ``env``'s groups (``env`` itself when it has none), each a full config."""
-    groups = [group for _, group in env_groups(env)] or [env]
-    return [g for g in groups if g.env_type == "world_model"]
+    return [g for g in _built_envs(env) if g.env_type == "world_model"]
 
 
 def real_env_count(env: EnvConfig) -> int:
     """How many of ``env``'s envs are a real simulator's (not imagined): its real groups' shares."""
-    groups = [group for _, group in env_groups(env)] or [env]
-    return sum(g.num_envs for g in groups if g.env_type != "world_model")
+    return sum(g.num_envs for g in _built_envs(env) if g.env_type != "world_model")
 
 
 def _group_config(base: dict[str, Any], group: dict[str, Any]) -> EnvConfig:
