@@ -55,30 +55,42 @@ def test_the_start_that_aims_matches_its_checksums():
         "rl_metaworld_dense_critic_20demo",
         "rl_metaworld_dense_wm_critic_20demo",
         "rl_metaworld_mixed_critic_20demo",
+        "rl_metaworld_mixed_third_critic_20demo",
     ],
 )
 def test_the_recipes_of_the_start_that_aims_validate(name):
-    """The recipes compose on the shipped start, the 2-demonstration start's anchor standing in for theirs."""
+    """The recipes compose on the shipped start, the 2-demonstration start's anchor standing in for theirs; the
+    mixed ones give each env group the tasks their headers say."""
     from policy_and_value.config import load_config
+    from policy_and_value.config.env_checks import env_groups
+    from policy_and_value.envs.base import assign_tasks
 
     anchor = REPO / "assets" / "metaworld_outcome" / "demos"
     cfg = load_config(name, [f"algorithm.offline_data_path={anchor}"])
     assert cfg.rollout.model_dir == "assets/metaworld_outcome20/policy"
-    if (
-        name == "rl_metaworld_mixed_critic_20demo"
-    ):  # 48 imagined envs beside 12 real ones, all three tasks in each
-        from policy_and_value.config.env_checks import env_groups
-        from policy_and_value.envs.base import assign_tasks
-
-        groups = {
-            n: (
-                g.env_type,
-                g.num_envs,
-                len(set(assign_tasks(g.num_envs, len(g.tasks), 0, g.group_size).tolist())),
-            )
-            for n, g in env_groups(cfg.env.train)
-        }  # the tasks each group's envs are given
-        assert groups == {"imagined": ("world_model", 48, 3), "real": ("metaworld", 12, 3)}
+    groups = {
+        n: (
+            g.env_type,
+            g.num_envs,
+            sorted(set(assign_tasks(g.num_envs, len(g.tasks), 0, g.group_size, g.task_weights).tolist())),
+        )
+        for n, g in env_groups(cfg.env.train)
+    }  # the tasks each group's envs are given
+    expected = {
+        "rl_metaworld_mixed_critic_20demo": {
+            "imagined": ("world_model", 48, [0, 1, 2]),
+            "real": ("metaworld", 12, [0, 1, 2]),
+        },
+        # a third of the real arm's 48 envs, on reach and door-open only
+        "rl_metaworld_mixed_third_critic_20demo": {
+            "imagined": ("world_model", 48, [0, 1, 2]),
+            "real": ("metaworld", 16, [0, 2]),
+        },
+    }
+    assert groups == expected.get(name, {})
+    if groups:  # every step's batch splits into whole minibatches
+        samples = cfg.env.train.num_envs * cfg.algorithm.n_chunk_steps
+        assert samples % cfg.actor.global_batch_size == 0
 
 
 def test_outcome_job_trains_resumes_exactly_and_its_checkpoint_serves(tmp_path: Path):
