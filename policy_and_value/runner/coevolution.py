@@ -137,10 +137,12 @@ def round_data(here: str) -> list[str]:
     return [os.path.join(here, d) for d in ("episodes", "plans") if os.path.isdir(os.path.join(here, d))]
 
 
-def collect_round(cfg: JobConfig, job: JobConfig, policy: str, here: str, r: int) -> dict[str, Any]:
+def collect_round(
+    cfg: JobConfig, job: JobConfig, policy: str, here: str, r: int, rl_steps: int
+) -> dict[str, Any]:
     """Round ``r``'s real episodes of the exported ``policy``: ``real_episodes_per_task`` rollouts and
     ``plans_per_task`` plans imagined in the world model the round trained in (``job.env.train``). Every
-    replayed plan's step is a real env step too."""
+    replayed plan's step is a real env step too, as are the ``rl_steps`` RL took in real env groups."""
     co, seed = cfg.coevolution, cfg.runner.seed * 1000 + r
     real = {"env_steps": 0, "episodes": 0, "success": 0.0}
     plans = dict(real)
@@ -152,7 +154,8 @@ def collect_round(cfg: JobConfig, job: JobConfig, policy: str, here: str, r: int
             imagine=world_model_groups(job.env.train)[0],
         )  # fmt: skip
     return {
-        "real_env_steps": real["env_steps"] + plans["env_steps"],
+        "real_env_steps": real["env_steps"] + plans["env_steps"] + rl_steps,
+        "rl_real_env_steps": rl_steps,
         "real_episodes": real["episodes"],
         "real_success": real["success"],
         "plan_episodes": plans["episodes"],
@@ -240,12 +243,11 @@ def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
             rl = rl_real_env_steps(cfg, runner.global_step - start)
             resume = runner.saved[-1] if runner.saved else resume  # resumed at the round's end: no steps left
             policy = str(export_policy(resume, os.path.join(here, "policy")))
-            real = collect_round(cfg, job, policy, here, r)
+            real = collect_round(cfg, job, policy, here, r, rl)
             datasets.extend(round_data(here))
             merged = os.path.join(here, "data")
             merge_datasets(datasets, merged)
             state_model, dynamics = refit(cfg, merged, state_model, dynamics, here)
-            real = {**real, "real_env_steps": real["real_env_steps"] + rl, "rl_real_env_steps": rl}
             total += real["real_env_steps"]
             record = {"round": r + 1, "step": runner.global_step, **real, "real_env_steps_total": total,
                       "checkpoint": resume, "state_model": state_model, "dynamics_model": dynamics,
