@@ -87,10 +87,8 @@ def test_the_recipes_of_the_start_that_aims_validate(name):
             "real": ("metaworld", 16, [0, 2]),
         },
     }
+    # (a global batch that does not divide a step's samples: load_config's check_batches refuses it)
     assert groups == expected.get(name, {})
-    if groups:  # every step's batch splits into whole minibatches
-        samples = cfg.env.train.num_envs * cfg.algorithm.n_chunk_steps
-        assert samples % cfg.actor.global_batch_size == 0
 
 
 def test_outcome_job_trains_resumes_exactly_and_its_checkpoint_serves(tmp_path: Path):
