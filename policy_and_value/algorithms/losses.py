@@ -7,12 +7,13 @@ import torch.nn.functional as F
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of ``x`` where ``mask`` (broadcast over trailing dims) is set."""
+    """Mean of ``x`` where ``mask`` (broadcast over trailing dims) is set; a float mask weighs each entry
+    (an env group's ``loss_weight``). 0 where nothing is set."""
     m = mask.to(x.dtype)
     while m.dim() < x.dim():
         m = m.unsqueeze(-1)
     m = m.expand_as(x)
-    return (x * m).sum() / m.sum().clamp_min(1.0)
+    return (x * m).sum() / m.sum().clamp_min(torch.finfo(m.dtype).tiny)
 
 
 def broadcast_to_logprob(adv: torch.Tensor, logprob: torch.Tensor) -> torch.Tensor:

@@ -319,6 +319,10 @@ def _check_env_groups(env: EnvConfig, prefix: str, ranks: dict[str, int], stages
         except ValidationError as err:
             line = format_validation_error(err, group, EnvConfig)
             raise ConfigError(line.replace("config error: ", f"config error: {where}.", 1)) from None
+    if all(g.loss_weight == 0 for g in resolved):
+        raise config_error(
+            f"{prefix}.groups[0].loss_weight", 0.0, "at least one env group needs a positive loss_weight"
+        )
     shares = sum(g.num_envs for g in resolved)
     if shares != env.num_envs:
         raise config_error(
@@ -333,6 +337,12 @@ def check_envs(cfg: JobConfig, ranks: dict[str, int]) -> None:
     """The train env (or each of its groups) and the eval env, and what they must share: chunk size,
     stages that divide the env ranks, an eval env when evaluation is asked for."""
     stages = cfg.rollout.pipeline_stage_num
+    for where, env in (("env.train", cfg.env.train), ("env.eval", cfg.env.eval)):
+        if env is not None and env.loss_weight != 1.0 and not env.groups:
+            raise config_error(
+                f"{where}.loss_weight", env.loss_weight,
+                "weighs one env group's chunks against the others': set it in env.train.groups[i]",
+            )  # fmt: skip
     if cfg.env.train.groups:  # the groups are the envs; env.train is their common template
         _check_env_groups(cfg.env.train, "env.train", ranks, stages)
     else:

@@ -204,6 +204,9 @@ class EnvConfig(Strict):
     # several env groups in one env (e.g. the world model and Meta-World): each item has a ``name``, its
     # share ``num_envs`` (the shares add up to num_envs) and any keys that differ from this config's
     groups: list[dict[str, Any]] = Field(default_factory=list)
+    # an env group's own key: what each of its chunks weighs in the RL policy and value losses against the
+    # other groups' (1: every chunk alike; 0.25: a quarter of a chunk; 0: its rollouts train nothing)
+    loss_weight: float = Field(1.0, ge=0.0)
 
 
 class EnvGroupConfig(Strict):

@@ -185,6 +185,8 @@ class ActorWorker(Worker):
             "values": flatten_time(traj["values"], T),
             "loss_mask": flatten_time(traj["loss_mask"], T),
         }
+        if traj.get("loss_weight") is not None:  # env groups weigh their chunks in the RL losses
+            samples["loss_weight"] = flatten_time(traj["loss_mask"] * traj["loss_weight"], T)
         if algo.train_mode == "IL":
             samples["actions"] = flatten_time(traj["actions"], T)
         if self.replay is not None:  # this step's selected chunks join the replay before the update
@@ -246,8 +248,9 @@ class ActorWorker(Worker):
                 value = self.policy.critic({"obs": mb["obs"], **mb["replay"]})
                 mask = mb["loss_mask"]
                 loss, _ = value_loss(
-                    value, mb["values"], mb["returns"], mask, algo.value_clip, algo.huber_delta
-                )
+                    value, mb["values"], mb["returns"], mb.get("loss_weight", mask), algo.value_clip,
+                    algo.huber_delta,
+                )  # fmt: skip
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 if self.world_size > 1:  # the critic's own steps bypass DDP: average its gradients here
@@ -291,6 +294,7 @@ class ActorWorker(Worker):
             ctx = self.model.no_sync() if (isinstance(self.model, DDP) and not sync) else nullcontext()
             with ctx:
                 mask = mb["loss_mask"]
+                weight = mb.get("loss_weight", mask)  # the mask, or each chunk's group loss_weight
                 offline = self.offline.sample(len(mb_idx), self.policy) if self.offline is not None else None
                 replayed = (
                     self.replay.sample(len(mb_idx)) if self.replay is not None and len(self.replay) else None
@@ -314,7 +318,7 @@ class ActorWorker(Worker):
                         {"obs": mb["obs"], **mb["replay"]}, None, offline
                     )
                     loss, pg_metrics = ppo_policy_loss(
-                        logprob, mb["logprob"], mb["advantages"], mask,
+                        logprob, mb["logprob"], mb["advantages"], weight,
                         algo.clip_ratio_low, algo.clip_ratio_high, algo.clip_ratio_c,
                     )  # fmt: skip
                 if offline_loss is not None:  # the anchor on recorded episodes
@@ -332,7 +336,7 @@ class ActorWorker(Worker):
                 metrics["train/actor/entropy"] = float(ent.detach())
                 if value is not None and algo.adv_type == "gae":
                     v_loss, v_metrics = value_loss(
-                        value, mb["values"], mb["returns"], mask, algo.value_clip, algo.huber_delta
+                        value, mb["values"], mb["returns"], weight, algo.value_clip, algo.huber_delta
                     )
                     loss = loss + algo.value_loss_coef * v_loss
                     metrics.update({f"train/critic/{k}": float(v) for k, v in v_metrics.items()})

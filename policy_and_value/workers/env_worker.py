@@ -21,6 +21,18 @@ from policy_and_value.workers.base import Worker
 EnvOutput = dict[str, Any]
 
 
+def group_loss_weights(train: EnvConfig, env: BatchedEnv) -> torch.Tensor | None:
+    """Each of ``env``'s envs' ``loss_weight`` (its env group's), or None when every group weighs 1."""
+    if not train.groups:
+        return None
+    from policy_and_value.config.env_checks import env_groups
+
+    weights = torch.tensor([group.loss_weight for _, group in env_groups(train)])
+    if bool((weights == 1.0).all()):
+        return None
+    return weights[env.group_of_env]
+
+
 class EpisodeStats:
     """Finished episodes (per task) and reward sums since the last ``pop``."""
 
@@ -109,6 +121,7 @@ class EnvWorker(Worker):
             self._make_train_env(train, per_stage, base_seed + s, rank * self.stage_num + s, world_size)
             for s in range(self.stage_num)
         ]
+        self.loss_weights = [group_loss_weights(train, env) for env in self.train_envs]
         self.eval_envs: list[BatchedEnv] | None = None
         self.obs: list[dict | None] = [None] * self.stage_num
         self.alive: list[torch.Tensor | None] = [None] * self.stage_num
@@ -143,7 +156,7 @@ class EnvWorker(Worker):
                 obs, _ = self._timed(env.reset)
                 self.obs[s] = obs
                 self.alive[s] = torch.ones(env.num_envs, dtype=torch.bool)
-            outs.append(self._output(self.obs[s], self.alive[s]))
+            outs.append(self._weighted(s, self._output(self.obs[s], self.alive[s])))
         return outs if len(outs) > 1 else outs[0]
 
     def step(self, stage: int, actions: torch.Tensor) -> EnvOutput:
@@ -164,9 +177,16 @@ class EnvWorker(Worker):
             next_alive &= ~done
         self.obs[stage] = obs
         self.alive[stage] = next_alive
-        return self._output(
+        out = self._output(
             obs, next_alive, rewards, terminated & alive, truncated & alive, info.get("final_obs")
         )
+        return self._weighted(stage, out)
+
+    def _weighted(self, stage: int, out: EnvOutput) -> EnvOutput:
+        """``out`` with each env's group ``loss_weight`` when the groups weigh differently."""
+        if self.loss_weights[stage] is not None:
+            out["loss_weight"] = self.loss_weights[stage]
+        return out
 
     @staticmethod
     def _output(obs, alive, rewards=None, terminated=None, truncated=None, final_obs=None) -> EnvOutput:

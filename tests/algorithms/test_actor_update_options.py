@@ -249,3 +249,27 @@ def test_critic_epochs_fit_only_the_state_critic(observations):
     assert metrics["train/critic/fit_value_loss"] < metrics["train/critic/value_loss"] / 10
     with pytest.raises(ValueError, match="time_left"):
         actor.policy.predict(observations)
+
+
+def test_chunks_of_a_group_weighted_zero_train_nothing(observations):
+    """An env group's ``loss_weight`` reaches the losses: with weight 0 on half the envs, their rewards do
+    not change the update (per-env advantages, one chunk an episode, no normalisation across envs), while
+    without weights they do; the other half's chunks still train."""
+    unweighted = ranked_shard(observations)
+    changed = dict(unweighted, rewards=unweighted["rewards"].clone())
+    changed["rewards"][0, 8:] = -changed["rewards"][0, 8:]
+    weight = torch.tensor([[1.0] * 8 + [0.0] * 8])
+
+    def trained(shard: dict) -> dict[str, torch.Tensor]:
+        actor = make_actor("algorithm.normalize_advantages=false", "algorithm.offline_data_coef=0")
+        before = {k: v.clone() for k, v in actor.policy.state_dict().items()}
+        actor.train(dict(shard, values=shard["values"].clone()))
+        after = actor.policy.state_dict()
+        assert any(not torch.equal(before[k], after[k]) for k in before)
+        return after
+
+    def same(a: dict, b: dict) -> bool:
+        return all(torch.equal(a[k], b[k]) for k in a)
+
+    assert not same(trained(unweighted), trained(changed))
+    assert same(trained(dict(unweighted, loss_weight=weight)), trained(dict(changed, loss_weight=weight)))

@@ -1,6 +1,6 @@
 """Bad config inputs fail before any work with one clear line naming the key, the value and what is allowed.
 
-The 102 bad inputs of ``BAD`` each do so in ``load_config`` and in the CLI (``python -m policy_and_value.train``,
+The 105 bad inputs of ``BAD`` each do so in ``load_config`` and in the CLI (``python -m policy_and_value.train``,
 what scripts/run_embodiment.sh runs), which ends with exit code 2 and that one line on stderr, before Ray starts.
 """
 
@@ -68,6 +68,21 @@ BAD = [
         ["env.train.num_envs=8", "sum of the groups' num_envs (2)"],
     ),
     ("ppo_metaworld", ["env.train.groups=[{num_envs:8}]"], ["env.train.groups[0].name", "needs a name"]),
+    (
+        "ppo_metaworld",
+        ["env.train.loss_weight=0.5"],
+        ["env.train.loss_weight=0.5", "one env group's chunks", "env.train.groups[i]"],
+    ),
+    (
+        "ppo_metaworld",
+        ["env.train.groups=[{name:a,num_envs:4,loss_weight:0},{name:b,num_envs:4,loss_weight:0}]"],
+        ["env.train.groups[0].loss_weight=0.0", "at least one env group needs a positive loss_weight"],
+    ),
+    (
+        "ppo_metaworld",
+        ["env.train.groups=[{name:a,num_envs:4},{name:b,num_envs:4,loss_weight:-1}]"],
+        ["env.train.groups[1].loss_weight", "greater than or equal to 0"],
+    ),
     (
         "ppo_metaworld",
         ["env.train.groups=[{name:a,num_envs:4},{name:a,num_envs:4}]"],

@@ -21,7 +21,8 @@ def test_ppo_on_mixed_imagined_and_real_envs_evaluates_in_metaworld(episodes, mo
         "reset_mode:keyframe}"
     )
     overrides = [
-        f"env.train.groups=[{imagined},{{name:real,num_envs:2}}]", "env.train.cameras=[corner,gripperPOV]",
+        f"env.train.groups=[{imagined},{{name:real,num_envs:2,loss_weight:4}}]",  # real chunks weigh 4 each
+        "env.train.cameras=[corner,gripperPOV]",
         "env.train.num_envs=4", "env.train.max_episode_steps=8", "env.train.image_size=32",
         "env.eval.cameras=[corner,gripperPOV]", "env.eval.image_size=32", "env.eval.num_envs=2",
         "env.eval_episodes=2", "env.eval.max_episode_steps=8", "algorithm.n_chunk_steps=4",
