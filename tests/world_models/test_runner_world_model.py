@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+import torch
 
 from tests.runtime.jobs import run_and_read
 
@@ -93,3 +94,32 @@ def test_grpo_compares_samples_from_shared_imagined_starts(episodes, model_dirs,
         assert row["rollout/returns_max"] >= row["rollout/returns_min"]  # the episodes' progress gains
         assert 0.0 < row["train/actor/positive_advantage_fraction"] < 1.0  # ranked within groups
         assert math.isfinite(row["train/actor/fm_loss"]) and "train/critic/value_loss" not in row
+
+
+def test_a_group_weighted_zero_does_not_move_the_update(episodes, model_dirs, tmp_path):
+    """``loss_weight: 0`` on the imagined group, through the whole runtime: scaling its rewards leaves the
+    trained weights as they were (advantages not normalised across envs), while at weight 1 it changes them."""
+    from safetensors.torch import load_file
+
+    dyn, reward = model_dirs
+
+    def trained(name: str, weight: float, coef: float) -> dict:
+        imagined = (
+            f"{{name:imagined,num_envs:2,env_type:world_model,dynamics_model_config:'{dyn}',"
+            f"dynamics_model_image_root:'{episodes}',reward_model_config:'{reward}',reward_coef:{coef},"
+            f"loss_weight:{weight}}}"
+        )
+        overrides = [
+            f"env.train.groups=[{imagined},{{name:real,num_envs:2}}]", "env.train.cameras=[corner,gripperPOV]",
+            "env.train.num_envs=4", "env.train.max_episode_steps=8", "env.train.image_size=32", "~env.eval",
+            "algorithm.n_chunk_steps=4", "algorithm.update_epoch=1", "algorithm.normalize_advantages=false",
+            "actor.global_batch_size=8", "actor.micro_batch_size=4", "model.image_channels=[8,8]",
+            "model.hidden_dims=[32,32]", "runner.progress_bar=false", "runner.max_steps=1",
+            "runner.val_check_interval=-1", "runner.save_interval=1",
+        ]  # fmt: skip
+        run_and_read("ppo_metaworld", tmp_path, name, overrides)
+        return load_file(tmp_path / name / "checkpoints" / "global_step_1" / "rollout" / "model.safetensors")
+
+    base = trained("w0", 0.0, 1.0)
+    assert all(torch.equal(base[k], v) for k, v in trained("w0_scaled", 0.0, 5.0).items())
+    assert not all(torch.equal(base[k], v) for k, v in trained("w1_scaled", 1.0, 5.0).items())
