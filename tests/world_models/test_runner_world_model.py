@@ -14,23 +14,31 @@ from tests.runtime.jobs import run_and_read
 pytestmark = pytest.mark.slow
 
 
-def test_ppo_on_mixed_imagined_and_real_envs_evaluates_in_metaworld(episodes, model_dirs, tmp_path):
+def mixed_job(model_dirs, episodes, imagined_keys: str, real_keys: str, *overrides: str) -> list[str]:
+    """Overrides of a tiny ppo_metaworld job on 2 imagined + 2 Meta-World envs, each group with its extra
+    keys (``imagined_keys``/``real_keys``: ``,key:value`` items), 8-step episodes, 32-pixel frames."""
     dyn, reward = model_dirs
     imagined = (
         f"{{name:imagined,num_envs:2,env_type:world_model,dynamics_model_config:'{dyn}',"
-        f"dynamics_model_image_root:'{episodes}',reward_model_config:'{reward}',visualize_wm_pred:true,"
-        "reset_mode:keyframe}"
+        f"dynamics_model_image_root:'{episodes}',reward_model_config:'{reward}'{imagined_keys}}}"
     )
-    overrides = [
-        f"env.train.groups=[{imagined},{{name:real,num_envs:2,loss_weight:4}}]",  # real chunks weigh 4 each
-        "env.train.cameras=[corner,gripperPOV]",
+    return [
+        f"env.train.groups=[{imagined},{{name:real,num_envs:2{real_keys}}}]", "env.train.cameras=[corner,gripperPOV]",
         "env.train.num_envs=4", "env.train.max_episode_steps=8", "env.train.image_size=32",
-        "env.eval.cameras=[corner,gripperPOV]", "env.eval.image_size=32", "env.eval.num_envs=2",
-        "env.eval_episodes=2", "env.eval.max_episode_steps=8", "algorithm.n_chunk_steps=4",
-        "algorithm.update_epoch=1", "actor.global_batch_size=8", "actor.micro_batch_size=4",
-        "model.image_channels=[8,8]", "model.hidden_dims=[32,32]", "runner.progress_bar=false",
-        "runner.max_steps=2", "runner.val_check_interval=2", "runner.save_interval=2",
+        "algorithm.n_chunk_steps=4", "algorithm.update_epoch=1", "actor.global_batch_size=8",
+        "actor.micro_batch_size=4", "model.image_channels=[8,8]", "model.hidden_dims=[32,32]",
+        "runner.progress_bar=false", *overrides,
     ]  # fmt: skip
+
+
+def test_ppo_on_mixed_imagined_and_real_envs_evaluates_in_metaworld(episodes, model_dirs, tmp_path):
+    overrides = mixed_job(
+        model_dirs, episodes, ",visualize_wm_pred:true,reset_mode:keyframe",
+        ",loss_weight:4",  # real chunks weigh 4 each
+        "env.eval.cameras=[corner,gripperPOV]", "env.eval.image_size=32", "env.eval.num_envs=2",
+        "env.eval_episodes=2", "env.eval.max_episode_steps=8",
+        "runner.max_steps=2", "runner.val_check_interval=2", "runner.save_interval=2",
+    )  # fmt: skip
     rows = run_and_read("ppo_metaworld", tmp_path, "wm", overrides)
     assert [r["step"] for r in rows] == [1, 2]
     for key in ("env/imagined/return", "env/real/return", "env/reach-v3/return", "train/actor/ratio",
@@ -101,22 +109,12 @@ def test_a_group_weighted_zero_does_not_move_the_update(episodes, model_dirs, tm
     trained weights as they were (advantages not normalised across envs), while at weight 1 it changes them."""
     from safetensors.torch import load_file
 
-    dyn, reward = model_dirs
-
     def trained(name: str, weight: float, coef: float) -> dict:
-        imagined = (
-            f"{{name:imagined,num_envs:2,env_type:world_model,dynamics_model_config:'{dyn}',"
-            f"dynamics_model_image_root:'{episodes}',reward_model_config:'{reward}',reward_coef:{coef},"
-            f"loss_weight:{weight}}}"
-        )
-        overrides = [
-            f"env.train.groups=[{imagined},{{name:real,num_envs:2}}]", "env.train.cameras=[corner,gripperPOV]",
-            "env.train.num_envs=4", "env.train.max_episode_steps=8", "env.train.image_size=32", "~env.eval",
-            "algorithm.n_chunk_steps=4", "algorithm.update_epoch=1", "algorithm.normalize_advantages=false",
-            "actor.global_batch_size=8", "actor.micro_batch_size=4", "model.image_channels=[8,8]",
-            "model.hidden_dims=[32,32]", "runner.progress_bar=false", "runner.max_steps=1",
-            "runner.val_check_interval=-1", "runner.save_interval=1",
-        ]  # fmt: skip
+        overrides = mixed_job(
+            model_dirs, episodes, f",reward_coef:{coef},loss_weight:{weight}", "", "~env.eval",
+            "algorithm.normalize_advantages=false", "runner.max_steps=1", "runner.val_check_interval=-1",
+            "runner.save_interval=1",
+        )  # fmt: skip
         run_and_read("ppo_metaworld", tmp_path, name, overrides)
         return load_file(tmp_path / name / "checkpoints" / "global_step_1" / "rollout" / "model.safetensors")
 
