@@ -118,15 +118,24 @@ def expand_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 
 
 def normalize_advantages(
-    adv: torch.Tensor, mask: torch.Tensor, group: dist.ProcessGroup | None = None, eps: float = 1e-8
+    adv: torch.Tensor,
+    mask: torch.Tensor,
+    group: dist.ProcessGroup | None = None,
+    eps: float = 1e-8,
+    segments: torch.Tensor | None = None,
+    num_segments: int = 1,
 ) -> torch.Tensor:
-    """Masked whitening with mean/std over the whole batch of every rank in ``group``."""
+    """Masked whitening with mean/std over the whole batch of every rank in ``group``; with ``segments``
+    ([T, B] ids in ``[0, num_segments)``, e.g. each env's env group) each segment over its own chunks."""
     m = expand_mask(mask, adv)
-    stats = torch.stack([(adv * m).sum(), (adv * adv * m).sum(), m.sum()]).double()
+    seg = torch.zeros_like(m, dtype=torch.long) if segments is None else expand_mask(segments, adv).long()
+    one_hot = torch.nn.functional.one_hot(seg, num_segments).to(adv.dtype) * m.unsqueeze(-1)
+    a = adv.unsqueeze(-1)
+    dims = tuple(range(adv.dim()))
+    stats = torch.stack([(a * one_hot).sum(dims), (a * a * one_hot).sum(dims), one_hot.sum(dims)]).double()
     if group is not None and dist.is_initialized() and dist.get_world_size(group) > 1:
         dist.all_reduce(stats, group=group)
-    total, sq, count = stats.tolist()
-    count = max(count, 1.0)
+    total, sq, count = stats[0], stats[1], stats[2].clamp(min=1.0)
     mean = total / count
-    var = max(sq / count - mean * mean, 0.0)
-    return (adv - mean) / (var**0.5 + eps) * m
+    std = (sq / count - mean * mean).clamp(min=0.0).sqrt()
+    return (adv - mean.to(adv.dtype)[seg]) / (std + eps).to(adv.dtype)[seg] * m

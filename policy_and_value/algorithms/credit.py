@@ -27,12 +27,15 @@ def assign_credit(
     algo: AlgorithmConfig,
     shuffle_gen: torch.Generator,
     group: dist.ProcessGroup | None = None,
+    env_groups: list[str] | None = None,
 ) -> dict[str, float]:
     """Set ``traj``'s "advantages", "returns" and "values" (the rollout's values less the bootstrap row,
     zeros without a critic) from its rewards; GRPO's ``drop_uniform_groups`` also narrows "loss_mask".
 
-    ``group``: the ranks whose whole batch normalises the advantages. Returns the rollout metrics (the
-    raw advantages' and the returns' range, GRPO's group spread)."""
+    ``group``: the ranks whose whole batch normalises the advantages. ``env_groups``: the names of the
+    mixed env's groups that ``traj["env_group"]`` indexes (``normalize_advantages_by: env_group`` whitens
+    each group's advantages on its own). Returns the rollout metrics (the raw advantages' and the
+    returns' range, GRPO's group spread, each env group's raw advantage spread and mean return)."""
     mask = traj["loss_mask"]
     spread: dict[str, float] = {}
     if algo.adv_type == "gae":
@@ -47,8 +50,13 @@ def assign_credit(
         spread["rollout/group_return_std"] = float(grouped.std(1, unbiased=False).mean())
         spread["rollout/mixed_group_fraction"] = float(mixed.float().mean())
     raw = adv
+    segments = traj.get("env_group") if env_groups else None
     if algo.normalize_advantages:
-        adv = normalize_advantages(adv, mask, group=group)
+        by_group = algo.normalize_advantages_by == "env_group" and segments is not None
+        adv = normalize_advantages(
+            adv, mask, group=group,
+            segments=segments if by_group else None, num_segments=len(env_groups) if by_group else 1,
+        )  # fmt: skip
     adv = adv * (-algo.advantage_scale if algo.reverse_advantages else algo.advantage_scale)
     valid = expand_mask(mask, raw).bool()
     if algo.shuffle_advantages:  # ablation: the same values, handed to random chunks
@@ -60,6 +68,8 @@ def assign_credit(
     sel_adv, sel_ret = raw[valid], ret[valid]
     if sel_adv.numel() == 0:  # e.g. every GRPO group dropped
         return spread
+    if segments is not None:
+        spread.update(_per_group(raw, ret, valid, segments, env_groups))
     return {
         "rollout/advantages_mean": float(sel_adv.mean()),
         "rollout/advantages_max": float(sel_adv.max()),
@@ -69,3 +79,17 @@ def assign_credit(
         "rollout/returns_min": float(sel_ret.min()),
         **spread,
     }
+
+
+def _per_group(
+    raw: torch.Tensor, ret: torch.Tensor, valid: torch.Tensor, segments: torch.Tensor, names: list[str]
+) -> dict[str, float]:
+    """Each env group's raw advantage spread and mean return over its valid chunks (this rank's)."""
+    seg = expand_mask(segments, raw).long()
+    out: dict[str, float] = {}
+    for g, name in enumerate(names):
+        mine = valid & (seg == g)
+        if mine.any():
+            out[f"rollout/{name}/advantages_std"] = float(raw[mine].std(unbiased=False))
+            out[f"rollout/{name}/returns_mean"] = float(ret[mine].mean())
+    return out

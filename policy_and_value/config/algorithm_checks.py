@@ -106,6 +106,16 @@ def check_algorithm(cfg: JobConfig) -> None:
             "algorithm.imitation_replay_size", algo.imitation_replay_size,
             "replays the chunks filtered imitation selected: needs algorithm.imitation_min_advantage",
         )  # fmt: skip
+    if algo.normalize_advantages_by == "env_group":
+        if not algo.normalize_advantages:
+            raise config_error(
+                "algorithm.normalize_advantages_by", "env_group", "needs algorithm.normalize_advantages true"
+            )  # fmt: skip
+        if not env.groups:
+            raise config_error(
+                "algorithm.normalize_advantages_by", "env_group",
+                "whitens each env group on its own: needs env.train.groups (or set batch)",
+            )  # fmt: skip
     for key, (mode, what) in _ONE_MODE_KEYS.items():
         value = getattr(algo, key)
         if value is not None and algo.train_mode != mode:

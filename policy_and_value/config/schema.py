@@ -94,6 +94,9 @@ class AlgorithmConfig(Strict):
     gamma: float = Field(0.99, ge=0.0, le=1.0)
     gae_lambda: float = Field(0.95, ge=0.0, le=1.0)
     normalize_advantages: bool = True
+    # what the advantages are whitened over: the whole batch, or each env group of a mixed env on its own
+    # (imagined and real chunks each at mean 0, std 1, so neither group's reward scale sets the other's)
+    normalize_advantages_by: Literal["batch", "env_group"] = "batch"
     advantage_scale: float = Field(1.0, gt=0.0)
     # pi0/pi05: the policy preset the job is meant for (tiny, tiny_pi05, pi0, pi05); checked against
     # model.pi0.preset and against the architecture saved in rollout.model_dir

@@ -37,6 +37,7 @@ from policy_and_value.algorithms import (
 )
 from policy_and_value.algorithms.credit import assign_credit
 from policy_and_value.algorithms.imitation import imitation_batch, selected_chunks
+from policy_and_value.config.env_checks import env_groups
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.envs.base import EnvSpec
 from policy_and_value.offline.anchor import OfflineAnchor
@@ -99,6 +100,11 @@ class ActorWorker(Worker):
         self.replay: ImitationReplay | None = None
         if algo.imitation_replay_size > 0:
             self.replay = ImitationReplay(algo.imitation_replay_size, seed=cfg.runner.seed + 999 + rank)
+        # a mixed env's groups (names, and each one's loss_weight; None when every group weighs 1)
+        groups = env_groups(cfg.env.train)
+        self.env_group_names = [name for name, _ in groups]
+        weights = torch.tensor([group.loss_weight for _, group in groups])
+        self.group_weights = None if bool((weights == 1.0).all()) else weights
         self.model: nn.Module = _Evaluate(self.policy)
         self.group_ready = False
         self.train_steps = 0  # training steps done (critic warm-up counts them)
@@ -172,7 +178,7 @@ class ActorWorker(Worker):
         cfg, algo = self.cfg, self.cfg.algorithm
         traj = cat_shards(list(shards))
         group = dist.group.WORLD if self.group_ready else None
-        metrics = assign_credit(traj, algo, self.shuffle_gen, group)
+        metrics = assign_credit(traj, algo, self.shuffle_gen, group, self.env_group_names)
         t_adv = time.perf_counter() - t0
 
         T = traj["actions"].shape[0]
@@ -185,8 +191,9 @@ class ActorWorker(Worker):
             "values": flatten_time(traj["values"], T),
             "loss_mask": flatten_time(traj["loss_mask"], T),
         }
-        if traj.get("loss_weight") is not None:  # env groups weigh their chunks in the RL losses
-            samples["loss_weight"] = flatten_time(traj["loss_mask"] * traj["loss_weight"], T)
+        if self.group_weights is not None and traj.get("env_group") is not None:  # groups' loss_weight
+            weight = self.group_weights[traj["env_group"]]
+            samples["loss_weight"] = flatten_time(traj["loss_mask"] * weight, T)
         if algo.train_mode == "IL":
             samples["actions"] = flatten_time(traj["actions"], T)
         if self.replay is not None:  # this step's selected chunks join the replay before the update

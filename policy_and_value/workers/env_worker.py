@@ -21,16 +21,12 @@ from policy_and_value.workers.base import Worker
 EnvOutput = dict[str, Any]
 
 
-def group_loss_weights(train: EnvConfig, env: BatchedEnv) -> torch.Tensor | None:
-    """Each of ``env``'s envs' ``loss_weight`` (its env group's), or None when every group weighs 1."""
+def env_group_ids(train: EnvConfig, env: BatchedEnv) -> torch.Tensor | None:
+    """Each of ``env``'s envs' env group (its index in ``train.groups``), or None without groups: the
+    actor weighs (``loss_weight``) and normalises (``normalize_advantages_by``) chunks by it."""
     if not train.groups:
         return None
-    from policy_and_value.config.env_checks import env_groups
-
-    weights = torch.tensor([group.loss_weight for _, group in env_groups(train)])
-    if bool((weights == 1.0).all()):
-        return None
-    return weights[env.group_of_env]
+    return env.group_of_env.clone()
 
 
 class EpisodeStats:
@@ -121,7 +117,7 @@ class EnvWorker(Worker):
             self._make_train_env(train, per_stage, base_seed + s, rank * self.stage_num + s, world_size)
             for s in range(self.stage_num)
         ]
-        self.loss_weights = [group_loss_weights(train, env) for env in self.train_envs]
+        self.group_ids = [env_group_ids(train, env) for env in self.train_envs]
         self.eval_envs: list[BatchedEnv] | None = None
         self.obs: list[dict | None] = [None] * self.stage_num
         self.alive: list[torch.Tensor | None] = [None] * self.stage_num
@@ -156,7 +152,7 @@ class EnvWorker(Worker):
                 obs, _ = self._timed(env.reset)
                 self.obs[s] = obs
                 self.alive[s] = torch.ones(env.num_envs, dtype=torch.bool)
-            outs.append(self._weighted(s, self._output(self.obs[s], self.alive[s])))
+            outs.append(self._grouped(s, self._output(self.obs[s], self.alive[s])))
         return outs if len(outs) > 1 else outs[0]
 
     def step(self, stage: int, actions: torch.Tensor) -> EnvOutput:
@@ -180,12 +176,12 @@ class EnvWorker(Worker):
         out = self._output(
             obs, next_alive, rewards, terminated & alive, truncated & alive, info.get("final_obs")
         )
-        return self._weighted(stage, out)
+        return self._grouped(stage, out)
 
-    def _weighted(self, stage: int, out: EnvOutput) -> EnvOutput:
-        """``out`` with each env's group ``loss_weight`` when the groups weigh differently."""
-        if self.loss_weights[stage] is not None:
-            out["loss_weight"] = self.loss_weights[stage]
+    def _grouped(self, stage: int, out: EnvOutput) -> EnvOutput:
+        """``out`` with each env's env group, when the train env has groups."""
+        if self.group_ids[stage] is not None:
+            out["env_group"] = self.group_ids[stage]
         return out
 
     @staticmethod

@@ -29,7 +29,7 @@ class StreamBuffer:
         self.values: list[torch.Tensor] = []
         self.replay: list[dict[str, torch.Tensor]] = []
         self.loss_mask: list[torch.Tensor] = []
-        self.loss_weight: list[torch.Tensor] = []
+        self.env_group: list[torch.Tensor] = []
         self.rewards: list[torch.Tensor] = []
         self.dones: list[torch.Tensor] = []
 
@@ -108,8 +108,8 @@ class RolloutWorker(Worker):
                 buf.values.append(out.value.cpu())
             buf.replay.append({k: v.cpu() for k, v in out.replay.items()})
             buf.loss_mask.append(env_out["alive"].float())
-            if "loss_weight" in env_out:  # env groups that weigh differently in the losses
-                buf.loss_weight.append(env_out["loss_weight"].float())
+            if "env_group" in env_out:  # a mixed env: each env's group, for the actor's losses
+                buf.env_group.append(env_out["env_group"].long())
         return out.actions.cpu()
 
     @torch.no_grad()
@@ -128,7 +128,7 @@ class RolloutWorker(Worker):
             "rewards": torch.stack(buf.rewards),
             "dones": torch.stack(buf.dones),
             "loss_mask": torch.stack(buf.loss_mask),
-            "loss_weight": torch.stack(buf.loss_weight) if buf.loss_weight else None,
+            "env_group": torch.stack(buf.env_group) if buf.env_group else None,
             "replay": {k: torch.stack([r[k] for r in buf.replay]) for k in buf.replay[0]},
             "values": None,
         }

@@ -251,17 +251,22 @@ def test_critic_epochs_fit_only_the_state_critic(observations):
         actor.policy.predict(observations)
 
 
+GROUPS = "env.train.groups=[{name:a,num_envs:8},{name:b,num_envs:8,loss_weight:%s}]"
+HALVES = torch.tensor([[0] * 8 + [1] * 8])  # each env's env group, as the rollout records it
+
+
 def test_chunks_of_a_group_weighted_zero_train_nothing(observations):
     """An env group's ``loss_weight`` reaches the losses: with weight 0 on half the envs, their rewards do
     not change the update (per-env advantages, one chunk an episode, no normalisation across envs), while
     without weights they do; the other half's chunks still train."""
-    unweighted = ranked_shard(observations)
+    unweighted = dict(ranked_shard(observations), env_group=HALVES)
     changed = dict(unweighted, rewards=unweighted["rewards"].clone())
     changed["rewards"][0, 8:] = -changed["rewards"][0, 8:]
-    weight = torch.tensor([[1.0] * 8 + [0.0] * 8])
 
-    def trained(shard: dict) -> dict[str, torch.Tensor]:
-        actor = make_actor("algorithm.normalize_advantages=false", "algorithm.offline_data_coef=0")
+    def trained(shard: dict, weight: float) -> dict[str, torch.Tensor]:
+        actor = make_actor(
+            "algorithm.normalize_advantages=false", "algorithm.offline_data_coef=0", GROUPS % weight
+        )
         before = {k: v.clone() for k, v in actor.policy.state_dict().items()}
         actor.train(dict(shard, values=shard["values"].clone()))
         after = actor.policy.state_dict()
@@ -271,5 +276,25 @@ def test_chunks_of_a_group_weighted_zero_train_nothing(observations):
     def same(a: dict, b: dict) -> bool:
         return all(torch.equal(a[k], b[k]) for k in a)
 
-    assert not same(trained(unweighted), trained(changed))
-    assert same(trained(dict(unweighted, loss_weight=weight)), trained(dict(changed, loss_weight=weight)))
+    assert not same(trained(unweighted, 1), trained(changed, 1))
+    assert same(trained(unweighted, 0), trained(changed, 0))
+
+
+@pytest.mark.parametrize("by", ["batch", "env_group"])
+def test_advantages_normalised_by_env_group(observations, by):
+    """``normalize_advantages_by: env_group`` whitens each env group's advantages on its own: the group
+    whose rewards are 10x larger no longer sets the other's scale; ``batch`` whitens them together."""
+    actor = make_actor(GROUPS % 1, f"algorithm.normalize_advantages_by={by}")
+    shard = dict(ranked_shard(observations), env_group=HALVES)
+    shard["rewards"] = shard["rewards"] * torch.tensor([[1.0] * 8 + [10.0] * 8])
+    traj = dict(shard, values=shard["values"].clone())
+    metrics = assign_credit(traj, actor.cfg.algorithm, actor.shuffle_gen, None, actor.env_group_names)
+    adv = traj["advantages"][0]
+    small, large = adv[:8], adv[8:]
+    if by == "env_group":
+        for part in (small, large):
+            assert abs(float(part.mean())) < 1e-5 and abs(float(part.std(unbiased=False)) - 1) < 1e-4
+    else:
+        assert abs(float(adv.mean())) < 1e-5 and float(small.std()) < float(large.std()) / 3
+    # each group's raw advantage spread is logged, the same either way
+    assert metrics["rollout/b/advantages_std"] > 5 * metrics["rollout/a/advantages_std"]

@@ -1,6 +1,6 @@
 """Bad config inputs fail before any work with one clear line naming the key, the value and what is allowed.
 
-The 105 bad inputs of ``BAD`` each do so in ``load_config`` and in the CLI (``python -m policy_and_value.train``,
+The 107 bad inputs of ``BAD`` each do so in ``load_config`` and in the CLI (``python -m policy_and_value.train``,
 what scripts/run_embodiment.sh runs), which ends with exit code 2 and that one line on stderr, before Ray starts.
 """
 
@@ -82,6 +82,19 @@ BAD = [
         "ppo_metaworld",
         ["env.train.groups=[{name:a,num_envs:4},{name:b,num_envs:4,loss_weight:-1}]"],
         ["env.train.groups[1].loss_weight", "greater than or equal to 0"],
+    ),
+    (
+        "ppo_metaworld",
+        ["algorithm.normalize_advantages_by=env_group"],
+        ["algorithm.normalize_advantages_by='env_group'", "needs env.train.groups"],
+    ),
+    (
+        "ppo_metaworld",
+        [
+            "env.train.groups=[{name:a,num_envs:4},{name:b,num_envs:4}]",
+            "algorithm.normalize_advantages=false", "algorithm.normalize_advantages_by=env_group",
+        ],
+        ["algorithm.normalize_advantages_by='env_group'", "needs algorithm.normalize_advantages true"],
     ),
     (
         "ppo_metaworld",

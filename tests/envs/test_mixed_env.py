@@ -64,16 +64,13 @@ def test_task_ids_map_into_the_union_of_tasks_and_mismatches_are_errors():
         MixedEnv([("a", _gym("CartPole-v1", 1, 0)), ("b", _gym("Acrobot-v1", 1, 0))])
 
 
-def test_each_env_carries_its_groups_loss_weight():
-    """The env worker hands the rollout each env's group ``loss_weight`` (None when all groups weigh 1)."""
-    from policy_and_value.workers.env_worker import group_loss_weights
+def test_each_env_carries_its_env_group():
+    """The env worker hands the rollout each env's env group (None without groups): the actor weighs
+    and normalises chunks by it."""
+    from policy_and_value.workers.env_worker import env_group_ids
 
     mixed = MixedEnv([("a", _gym("CartPole-v1", 2, 0)), ("b", _gym("CartPole-v1", 3, 1))])
     base = {"env_type": "gym", "tasks": ["CartPole-v1"], "num_action_chunks": 4, "num_envs": 5}
-    weighted = EnvConfig(
-        **base, groups=[{"name": "a", "num_envs": 2, "loss_weight": 0.25}, {"name": "b", "num_envs": 3}]
-    )
-    assert group_loss_weights(weighted, mixed).tolist() == [0.25, 0.25, 1.0, 1.0, 1.0]
-    alike = EnvConfig(**base, groups=[{"name": "a", "num_envs": 2}, {"name": "b", "num_envs": 3}])
-    assert group_loss_weights(alike, mixed) is None
-    assert group_loss_weights(EnvConfig(**base), _gym("CartPole-v1", 5, 0)) is None
+    grouped = EnvConfig(**base, groups=[{"name": "a", "num_envs": 2}, {"name": "b", "num_envs": 3}])
+    assert env_group_ids(grouped, mixed).tolist() == [0, 0, 1, 1, 1]
+    assert env_group_ids(EnvConfig(**base), _gym("CartPole-v1", 5, 0)) is None
