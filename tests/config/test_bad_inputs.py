@@ -92,7 +92,8 @@ BAD = [
         "ppo_metaworld",
         [
             "env.train.groups=[{name:a,num_envs:4},{name:b,num_envs:4}]",
-            "algorithm.normalize_advantages=false", "algorithm.normalize_advantages_by=env_group",
+            "algorithm.normalize_advantages=false",
+            "algorithm.normalize_advantages_by=env_group",
         ],
         ["algorithm.normalize_advantages_by='env_group'", "needs algorithm.normalize_advantages true"],
     ),
