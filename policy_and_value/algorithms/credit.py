@@ -35,7 +35,7 @@ def assign_credit(
     ``group``: the ranks whose whole batch normalises the advantages. ``env_groups``: the names of the
     mixed env's groups that ``traj["env_group"]`` indexes (``normalize_advantages_by: env_group`` whitens
     each group's advantages on its own). Returns the rollout metrics (the raw advantages' and the
-    returns' range, GRPO's group spread, each env group's raw advantage spread and mean return)."""
+    returns' range, GRPO's group spread, each env group's raw advantage mean and spread, its mean return)."""
     mask = traj["loss_mask"]
     spread: dict[str, float] = {}
     if algo.adv_type == "gae":
@@ -84,12 +84,14 @@ def assign_credit(
 def _per_group(
     raw: torch.Tensor, ret: torch.Tensor, valid: torch.Tensor, segments: torch.Tensor, names: list[str]
 ) -> dict[str, float]:
-    """Each env group's raw advantage spread and mean return over its valid chunks (this rank's)."""
+    """Each env group's raw advantage mean and spread and its mean return over its valid chunks (this
+    rank's): a group whose advantages centre elsewhere shifts the others' when whitened together."""
     seg = expand_mask(segments, raw).long()
     out: dict[str, float] = {}
     for g, name in enumerate(names):
         mine = valid & (seg == g)
         if mine.any():
+            out[f"rollout/{name}/advantages_mean"] = float(raw[mine].mean())
             out[f"rollout/{name}/advantages_std"] = float(raw[mine].std(unbiased=False))
             out[f"rollout/{name}/returns_mean"] = float(ret[mine].mean())
     return out

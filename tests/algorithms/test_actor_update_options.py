@@ -296,5 +296,8 @@ def test_advantages_normalised_by_env_group(observations, by):
             assert abs(float(part.mean())) < 1e-5 and abs(float(part.std(unbiased=False)) - 1) < 1e-4
     else:
         assert abs(float(adv.mean())) < 1e-5 and float(small.std()) < float(large.std()) / 3
-    # each group's raw advantage spread is logged, the same either way
+    # each group's raw advantage spread and centre are logged, the same either way
     assert metrics["rollout/b/advantages_std"] > 5 * metrics["rollout/a/advantages_std"]
+    assert metrics["rollout/b/advantages_mean"] == pytest.approx(
+        float(traj["rewards"][0, 8:].mean()) - float(shard["values"][0, 8:].mean()), abs=1e-5
+    )
