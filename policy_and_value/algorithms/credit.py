@@ -59,10 +59,13 @@ def assign_credit(
         )  # fmt: skip
     adv = adv * (-algo.advantage_scale if algo.reverse_advantages else algo.advantage_scale)
     valid = expand_mask(mask, raw).bool()
-    if algo.shuffle_advantages:  # ablation: the same values, handed to random chunks
+    if algo.shuffle_advantages or algo.shuffle_advantages_of:  # ablation: the same values, to random chunks
+        pick = valid
+        if algo.shuffle_advantages_of:  # only these env groups' chunks, each group among its own
+            pick = valid & torch.isin(expand_mask(segments, raw).long(), _group_ids(algo, env_groups))
         adv = adv.clone()
-        values = adv[valid]
-        adv[valid] = values[torch.randperm(values.numel(), generator=shuffle_gen).to(values.device)]
+        values = adv[pick]
+        adv[pick] = values[torch.randperm(values.numel(), generator=shuffle_gen).to(values.device)]
     traj["advantages"], traj["returns"] = adv, ret
     traj["values"] = torch.zeros_like(ret) if traj["values"] is None else traj["values"][:-1]
     sel_adv, sel_ret = raw[valid], ret[valid]
@@ -95,3 +98,8 @@ def _per_group(
             out[f"rollout/{name}/advantages_std"] = float(raw[mine].std(unbiased=False))
             out[f"rollout/{name}/returns_mean"] = float(ret[mine].mean())
     return out
+
+
+def _group_ids(algo: AlgorithmConfig, names: list[str] | None) -> torch.Tensor:
+    """The indices of ``algorithm.shuffle_advantages_of``'s env groups (validated to exist)."""
+    return torch.tensor([(names or []).index(name) for name in algo.shuffle_advantages_of])

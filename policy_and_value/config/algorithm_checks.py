@@ -101,6 +101,18 @@ def check_algorithm(cfg: JobConfig) -> None:
         raise config_error(
             "algorithm.reverse_advantages", True, "one advantage ablation at a time: shuffle_advantages is true too"
         )  # fmt: skip
+    if algo.shuffle_advantages_of:
+        names = [str(g.get("name")) for g in env.groups]
+        unknown = [n for n in algo.shuffle_advantages_of if n not in names]
+        if unknown:
+            raise config_error(
+                "algorithm.shuffle_advantages_of", unknown[0], f"names env groups: one of {names or 'env.train.groups (none set)'}"
+            )  # fmt: skip
+        if algo.shuffle_advantages or algo.reverse_advantages:
+            raise config_error(
+                "algorithm.shuffle_advantages_of", algo.shuffle_advantages_of,
+                "one advantage ablation at a time: shuffle_advantages or reverse_advantages is true too",
+            )  # fmt: skip
     if algo.imitation_replay_size and algo.imitation_min_advantage is None:
         raise config_error(
             "algorithm.imitation_replay_size", algo.imitation_replay_size,

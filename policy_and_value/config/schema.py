@@ -66,6 +66,10 @@ class AlgorithmConfig(Strict):
     # ablation: permute the advantages among this rank's chunks after normalising (same distribution,
     # no link to what each chunk did): what remains of a gain is not the advantages' doing
     shuffle_advantages: bool = False
+    # the same ablation on some env groups of a mixed env only (their names): e.g. [imagined] keeps the real
+    # chunks' advantages and hands the imagined ones' to random imagined chunks, so what imagination adds
+    # over its own extra updates shows
+    shuffle_advantages_of: list[str] = Field(default_factory=list)
     # ablation: negate the advantages after normalising (the update favours what imagination scored
     # worse); against the true advantages this doubles what they contribute, so a small effect shows
     reverse_advantages: bool = False

@@ -74,7 +74,7 @@ def ranked_shard(observations) -> dict:
 def advantages_of(actor: ActorWorker, shard: dict) -> torch.Tensor:
     """The actor's (normalised, ablated) advantages of ``shard``, computed on a copy."""
     traj = dict(shard, values=shard["values"].clone())
-    assign_credit(traj, actor.cfg.algorithm, actor.shuffle_gen)
+    assign_credit(traj, actor.cfg.algorithm, actor.shuffle_gen, None, actor.env_group_names)
     return traj["advantages"]
 
 
@@ -301,3 +301,14 @@ def test_advantages_normalised_by_env_group(observations, by):
     assert metrics["rollout/b/advantages_mean"] == pytest.approx(
         float(traj["rewards"][0, 8:].mean()) - float(shard["values"][0, 8:].mean()), abs=1e-5
     )
+
+
+def test_shuffling_one_env_groups_advantages(observations):
+    """``shuffle_advantages_of: [b]`` hands group b's advantages to random chunks of b and leaves a's
+    where they were: the ablation of one group's signal (e.g. the imagined envs') beside the other's."""
+    shard = dict(ranked_shard(observations), env_group=HALVES)
+    plain = advantages_of(make_actor(GROUPS % 1), shard)[0]
+    shuffled = advantages_of(make_actor(GROUPS % 1, "algorithm.shuffle_advantages_of=[b]"), shard)[0]
+    assert torch.equal(shuffled[:8], plain[:8])
+    assert not torch.equal(shuffled[8:], plain[8:])
+    assert torch.equal(shuffled[8:].sort().values, plain[8:].sort().values)

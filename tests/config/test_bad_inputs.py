@@ -1,6 +1,6 @@
 """Bad config inputs fail before any work with one clear line naming the key, the value and what is allowed.
 
-The 107 bad inputs of ``BAD`` each do so in ``load_config`` and in the CLI (``python -m policy_and_value.train``,
+The 109 bad inputs of ``BAD`` each do so in ``load_config`` and in the CLI (``python -m policy_and_value.train``,
 what scripts/run_embodiment.sh runs), which ends with exit code 2 and that one line on stderr, before Ray starts.
 """
 
@@ -82,6 +82,20 @@ BAD = [
         "ppo_metaworld",
         ["env.train.groups=[{name:a,num_envs:4},{name:b,num_envs:4,loss_weight:-1}]"],
         ["env.train.groups[1].loss_weight", "greater than or equal to 0"],
+    ),
+    (
+        "ppo_metaworld",
+        ["env.train.groups=[{name:a,num_envs:4},{name:b,num_envs:4}]", "algorithm.shuffle_advantages_of=[c]"],
+        ["algorithm.shuffle_advantages_of='c'", "names env groups: one of ['a', 'b']"],
+    ),
+    (
+        "ppo_metaworld",
+        [
+            "env.train.groups=[{name:a,num_envs:4},{name:b,num_envs:4}]",
+            "algorithm.shuffle_advantages_of=[a]",
+            "algorithm.shuffle_advantages=true",
+        ],
+        ["algorithm.shuffle_advantages_of=['a']", "one advantage ablation at a time"],
     ),
     (
         "ppo_metaworld",
