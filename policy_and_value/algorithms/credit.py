@@ -59,10 +59,11 @@ def assign_credit(
         )  # fmt: skip
     adv = adv * (-algo.advantage_scale if algo.reverse_advantages else algo.advantage_scale)
     valid = expand_mask(mask, raw).bool()
+    seg = None if segments is None else expand_mask(segments, raw).long()  # each chunk's env group
     if algo.shuffle_advantages or algo.shuffle_advantages_of:  # ablation: the same values, to random chunks
         pick = valid
         if algo.shuffle_advantages_of:  # only these env groups' chunks, each group among its own
-            pick = valid & torch.isin(expand_mask(segments, raw).long(), _group_ids(algo, env_groups))
+            pick = valid & torch.isin(seg, _group_ids(algo, env_groups))
         adv = adv.clone()
         values = adv[pick]
         adv[pick] = values[torch.randperm(values.numel(), generator=shuffle_gen).to(values.device)]
@@ -71,8 +72,8 @@ def assign_credit(
     sel_adv, sel_ret = raw[valid], ret[valid]
     if sel_adv.numel() == 0:  # e.g. every GRPO group dropped
         return spread
-    if segments is not None:
-        spread.update(_per_group(raw, ret, valid, segments, env_groups))
+    if seg is not None:
+        spread.update(_per_group(raw, ret, valid, seg, env_groups))
     return {
         "rollout/advantages_mean": float(sel_adv.mean()),
         "rollout/advantages_max": float(sel_adv.max()),
@@ -85,11 +86,10 @@ def assign_credit(
 
 
 def _per_group(
-    raw: torch.Tensor, ret: torch.Tensor, valid: torch.Tensor, segments: torch.Tensor, names: list[str]
+    raw: torch.Tensor, ret: torch.Tensor, valid: torch.Tensor, seg: torch.Tensor, names: list[str]
 ) -> dict[str, float]:
     """Each env group's raw advantage mean and spread and its mean return over its valid chunks (this
-    rank's): a group whose advantages centre elsewhere shifts the others' when whitened together."""
-    seg = expand_mask(segments, raw).long()
+    rank's; ``seg``: each chunk's group): a group centred elsewhere shifts the others' when whitened together."""
     out: dict[str, float] = {}
     for g, name in enumerate(names):
         mine = valid & (seg == g)
