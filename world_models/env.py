@@ -30,8 +30,8 @@ import torch
 
 from policy_and_value.config.schema import EnvConfig
 from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation, assign_tasks, time_left
-from policy_and_value.envs.metaworld_tasks import select_state
 from world_models.dynamics_config import frame_offsets
+from world_models.reset_episodes import load_reset_episodes
 
 
 class WorldModelEnv(BatchedEnv):
@@ -48,7 +48,6 @@ class WorldModelEnv(BatchedEnv):
         scorer: Any = None,
     ):
         from reward_models.modeling import FrameScorer
-        from toolkits.episodes import EpisodeDataset
         from world_models.dynamics_model import DynamicsModel
 
         self.cfg = cfg
@@ -82,20 +81,7 @@ class WorldModelEnv(BatchedEnv):
         self.tasks = list(cfg.tasks)
         self.task_ids = assign_tasks(num_envs, len(self.tasks), rank, cfg.group_size, cfg.task_weights)
         # episodes to reset from, per task, held in memory (frames of the model's views)
-        data = EpisodeDataset(cfg.dynamics_model_image_root, tasks=self.tasks)
-        self._episodes: dict[int, list[dict[str, Any]]] = {t: [] for t in range(len(self.tasks))}
-        for i in range(len(data)):
-            ep = data[i]
-            state = select_state(ep.state, cfg.state_type)
-            self._episodes[self.tasks.index(ep.meta["task"])].append(
-                {"images": ep.images, "state": state.astype(np.float32), "prompt": ep.meta["prompt"],
-                 "actions": ep.actions.astype(np.float32)}
-            )  # fmt: skip
-        empty = [self.tasks[t] for t, eps in self._episodes.items() if not eps]
-        if empty:
-            raise ValueError(
-                f"env.dynamics_model_image_root={cfg.dynamics_model_image_root}: no episodes of {empty}"
-            )
+        self._episodes = load_reset_episodes(cfg.dynamics_model_image_root, self.tasks, cfg.state_type)
         first = self._episodes[0][0]
         _, views, height, width, _ = first["images"].shape
         if views != dcfg.num_views:

@@ -1,9 +1,28 @@
-"""What a run reports about itself: the end-of-run success tables, the progress bar's numbers, and the
+"""What a run reports about itself: where its outputs are, the end-of-run success tables, the progress bar's numbers, and the
 union of busy intervals that the compute-share metrics are made of."""
 
 from __future__ import annotations
 
+import os
+
 TRAIN_SUMMARY_STEPS = 5
+
+
+def output_paths(log_dir: str, last_checkpoint: str | None, wm_pred_dir: str) -> list[str]:
+    """Where a run left its logs, tensorboard events, metrics, last checkpoint and videos (with how many), so
+    the end-of-run report says where to look next."""
+    lines = [
+        f"  logs:        {log_dir}",
+        f"  tensorboard: tensorboard --logdir {os.path.join(log_dir, 'tensorboard')}",
+        f"  metrics:     {os.path.join(log_dir, 'metrics.jsonl')}",
+    ]
+    if last_checkpoint:
+        lines.append(f"  checkpoint:  {last_checkpoint}")
+    for label, path in (("videos:", os.path.join(log_dir, "videos")), ("wm videos:", wm_pred_dir)):
+        if os.path.isdir(path):
+            count = sum(name.endswith(".mp4") for _, _, names in os.walk(path) for name in names)
+            lines.append(f"  {label:12s} {path} ({count} mp4)")
+    return lines
 
 
 def train_summary(recent: list[dict[str, float]]) -> list[str]:

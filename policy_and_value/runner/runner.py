@@ -25,6 +25,7 @@ from policy_and_value.runner.report import (
     TRAIN_SUMMARY_STEPS,
     eval_summary,
     interval_union,
+    output_paths,
     progress_postfix,
     train_summary,
 )
@@ -456,17 +457,9 @@ class EmbodiedRunner:
         lines = [
             "=" * 72,
             f"worldrl run {'stopped' if self.stopped_early() else 'finished'}: {self.global_step} steps",
-            f"  logs:        {self.log_dir}",
-            f"  tensorboard: tensorboard --logdir {os.path.join(self.log_dir, 'tensorboard')}",
-            f"  metrics:     {os.path.join(self.log_dir, 'metrics.jsonl')}",
         ]
-        if self.saved:
-            lines.append(f"  checkpoint:  {self.saved[-1]}")
         wm_pred = self.cfg.env.train.dynamics_model_output_path or prediction_video_dir(self.log_dir)
-        for label, path in (("videos:", os.path.join(self.log_dir, "videos")), ("wm videos:", wm_pred)):
-            if os.path.isdir(path):
-                count = sum(name.endswith(".mp4") for _, _, names in os.walk(path) for name in names)
-                lines.append(f"  {label:12s} {path} ({count} mp4)")
+        lines += output_paths(self.log_dir, self.saved[-1] if self.saved else None, wm_pred)
         lines += train_summary(self.recent_train)
         lines += eval_summary(self.first_eval, self.last_eval)
         lines.append("=" * 72)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from policy_and_value.runner import checkpoint as ckpt
-from policy_and_value.runner.report import eval_summary, interval_union, train_summary
+from policy_and_value.runner.report import eval_summary, interval_union, output_paths, train_summary
 from policy_and_value.runner.runner import EmbodiedRunner, Stream
 
 
@@ -28,6 +28,20 @@ def test_eval_summary_never_prints_nan():
     assert "no evaluation ran after it" in only_first[0] and "nan" not in "".join(only_first)
     assert "0.250" in only_first[1]
     assert eval_summary({}, {}) == []
+
+
+def test_output_paths_name_the_last_checkpoint_and_count_videos(tmp_path):
+    log_dir = tmp_path / "run"
+    (log_dir / "videos" / "eval").mkdir(parents=True)
+    for name in ("a.mp4", "b.mp4", "notes.txt"):
+        (log_dir / "videos" / "eval" / name).write_text("")
+    lines = output_paths(
+        str(log_dir), str(log_dir / "checkpoints" / "global_step_2"), str(tmp_path / "no_wm")
+    )
+    text = "\n".join(lines)
+    assert f"tensorboard --logdir {log_dir / 'tensorboard'}" in text and "global_step_2" in text
+    assert f"{log_dir / 'videos'} (2 mp4)" in text and "wm videos" not in text  # no prediction videos made
+    assert not any("checkpoint" in line for line in output_paths(str(log_dir), None, str(tmp_path)))
 
 
 def test_train_summary_lists_each_task_over_the_steps_it_finished_episodes():

@@ -198,3 +198,14 @@ def test_precision_is_a_config_key(episodes, model_dirs):
     env.reset()
     obs, rewards, *_ = env.chunk_step(_actions(2))
     assert obs["images"].dtype == torch.uint8 and rewards.dtype == torch.float32
+
+
+def test_reset_episodes_grouped_by_task_and_every_task_needs_one(episodes):
+    from world_models.reset_episodes import load_reset_episodes
+
+    grouped = load_reset_episodes(episodes, ["push-v3", "reach-v3"], "proprio")
+    assert [len(grouped[t]) for t in (0, 1)] == [2, 2]  # the fixture's four episodes alternate the two tasks
+    assert {ep["prompt"] for ep in grouped[0]} == {PROMPTS["push-v3"]}
+    assert grouped[1][0]["state"].shape[1] < 39 and grouped[1][0]["state"].dtype == np.float32
+    with pytest.raises(ValueError, match=r"dynamics_model_image_root=.*no episodes of \['door-open-v3'\]"):
+        load_reset_episodes(episodes, ["reach-v3", "door-open-v3"], "full")
