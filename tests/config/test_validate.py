@@ -19,6 +19,7 @@ BUILT_BY_SCRIPT = {
     "rl_metaworld_dense_wm_critic_20demo",
     "rl_metaworld_mixed_critic_20demo",
     "rl_metaworld_mixed_third_critic_20demo",
+    "rl_metaworld_mixed_door_critic_20demo",
 }
 
 

@@ -56,6 +56,7 @@ def test_the_start_that_aims_matches_its_checksums():
         "rl_metaworld_dense_wm_critic_20demo",
         "rl_metaworld_mixed_critic_20demo",
         "rl_metaworld_mixed_third_critic_20demo",
+        "rl_metaworld_mixed_door_critic_20demo",
     ],
 )
 def test_the_recipes_of_the_start_that_aims_validate(name):
@@ -85,6 +86,11 @@ def test_the_recipes_of_the_start_that_aims_validate(name):
         "rl_metaworld_mixed_third_critic_20demo": {
             "imagined": ("world_model", 48, [0, 1, 2]),
             "real": ("metaworld", 16, [0, 2]),
+        },
+        # all real envs on door-open, the imagined ones on reach and button-press
+        "rl_metaworld_mixed_door_critic_20demo": {
+            "imagined": ("world_model", 16, [0, 1]),
+            "real": ("metaworld", 16, [2]),
         },
     }
     # (a global batch that does not divide a step's samples: load_config's check_batches refuses it)
