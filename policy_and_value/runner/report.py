@@ -1,5 +1,5 @@
-"""What a run reports about itself: where its outputs are, the end-of-run success tables, the progress bar's numbers, and the
-union of busy intervals that the compute-share metrics are made of."""
+"""What a run reports about itself: where its outputs are, the end-of-run success tables, the progress
+bar's numbers, and the union of busy intervals that the compute-share metrics are made of."""
 
 from __future__ import annotations
 
