@@ -12,7 +12,9 @@
 # Environment (defaults = the recipe of assets/world_models/state_outcome20):
 # BASE_MODEL=assets/world_models/state_outcome/model BASE_DATA (the base model's training rollouts; empty:
 # rebuilt as scripts/prepare_state_outcome.sh collects them, 232 s, which only the default BASE_MODEL allows)
-# EPISODES=60 (a task) NOISE=0.5 STEPS=1000 (training steps of the states and of the renderer) LONG_STEPS=0
+# EXTRA_DATA (episode directories, space-separated, added to the refit's data: e.g. the start's demonstrations,
+# data/outcome_start20/demos20, which show the reward head goal states the start rarely reaches) EPISODES=60 (a
+# task) NOISE=0.5 STEPS=1000 (training steps of the states and of the renderer) LONG_STEPS=0
 # (then this many more steps of the states on the same data, the renderer kept: OUT/long/model) PLANS=0 (a task:
 # then the policy plays this many episodes in the last model made, Meta-World replays their actions, and
 # PLAN_STEPS=1000 more steps of the states train on the data with them, the renderer kept: OUT/plans/model)
@@ -27,6 +29,7 @@ OUT="${2:-logs/state_refit}"
 DEFAULT_BASE=assets/world_models/state_outcome/model   # the one whose rollouts this script can rebuild
 BASE_MODEL="${BASE_MODEL:-$DEFAULT_BASE}"
 BASE_DATA="${BASE_DATA:-}"
+read -r -a EXTRA <<< "${EXTRA_DATA:-}"
 EPISODES="${EPISODES:-60}"
 NOISE="${NOISE:-0.5}"
 STEPS="${STEPS:-1000}"
@@ -36,6 +39,9 @@ PLAN_STEPS="${PLAN_STEPS:-1000}"
 GAUGE_SEEDS="${GAUGE_SEEDS:-0 1}"
 [ -f "$POLICY/config.json" ] || { echo "POLICY_DIR=$POLICY: no config.json; expected a policy directory" >&2; exit 2; }
 [ -f "$BASE_MODEL/config.json" ] || { echo "BASE_MODEL=$BASE_MODEL: no config.json; expected a state model" >&2; exit 2; }
+for extra in "${EXTRA[@]}"; do
+  [ -f "$extra/index.json" ] || { echo "EXTRA_DATA: $extra has no index.json; expected episode directories" >&2; exit 2; }
+done
 if [ -z "$BASE_DATA" ] && [ "$BASE_MODEL" != "$DEFAULT_BASE" ]; then
   echo "BASE_DATA is empty with BASE_MODEL=$BASE_MODEL: only $DEFAULT_BASE's rollouts can be rebuilt here;" \
     "set BASE_DATA to the episodes $BASE_MODEL was trained on" >&2
@@ -48,7 +54,8 @@ if [ -z "$BASE_DATA" ]; then
   stage "base model's rollouts" policy_rollouts assets/metaworld_outcome/policy "$EPISODES" "$NOISE" "$BASE_DATA"
 fi
 stage "policy rollouts" policy_rollouts "$POLICY" "$EPISODES" "$NOISE" "$OUT/rollouts"
-stage "merge" "$PY" -m toolkits.episodes.merge --data "$BASE_DATA" "$OUT/rollouts" --out "$OUT/data"
+stage "merge" "$PY" -m toolkits.episodes.merge --data "$BASE_DATA" "$OUT/rollouts" "${EXTRA[@]}" \
+  --out "$OUT/data"
 stage "refit" "$PY" -m world_models.train_state_model data.path="$OUT/data" output_dir="$OUT" \
   init_model_dir="$BASE_MODEL" train.steps="$STEPS" render.dynamics_model_dir=assets/world_models/tiny_3tasks \
   render.steps="$STEPS"
