@@ -1,0 +1,92 @@
+"""An episode dataset's frames redrawn as imagination draws them: the state model's renderer on every recorded state.
+
+    .venv/bin/python -m world_models.render_episodes --config rl_metaworld_dense_wm_critic_20demo \\
+        --data data/outcome_start20/demos --out data/outcome_start20/demos_rendered [key=value ...]
+
+Each episode keeps its states, actions, rewards and success; its frames become the ones ``env.train``'s
+world-model env shows the policy for those states (``WorldModelEnv.render_states`` after ``reset_to`` the
+episode's first frame and state: with ``frames_from: state_residual`` shifted by that frame's residual).
+Merged with the recorded frames (``toolkits.episodes.merge``), an imitation anchor
+(``algorithm.offline_data_path``) teaches the policy the same actions on both kinds of frame, so what RL in
+imagination teaches it on rendered frames carries over to the camera's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import time
+
+import torch
+
+from toolkits.episodes.format import Episode, EpisodeDataset, EpisodeWriter
+
+
+@torch.no_grad()
+def render_episode(wm_env, ep: Episode, batch: int = 64) -> Episode:
+    """``ep`` with its frames redrawn by ``wm_env`` (a one-env world-model env of the episode's task) from
+    its states, started from its first frame and state."""
+    from policy_and_value.envs.metaworld_tasks import select_state
+
+    states = select_state(torch.from_numpy(ep.state), wm_env.cfg.state_type).float()
+    wm_env.reset_to(torch.from_numpy(ep.images[:1]), states[:1])
+    frames = [wm_env.render_states(states[i : i + batch][None])[0] for i in range(0, len(states), batch)]
+    return Episode(torch.cat(frames).numpy(), ep.state, ep.actions, ep.rewards, ep.success, ep.meta)
+
+
+def render_dataset(cfg, src: str, dst: str) -> int:
+    """Write every episode of ``src`` whose task ``cfg.env.train`` knows to the new directory ``dst`` with its
+    frames redrawn (built beside it, then renamed); returns the number of episodes."""
+    from world_models.env import WorldModelEnv
+
+    if os.path.exists(dst):
+        raise FileExistsError(f"--out {dst} exists; choose a new directory")
+    wcfg = cfg.env.train
+    if wcfg.env_type != "world_model" or wcfg.frames_from == "dynamics" or not wcfg.state_model_config:
+        raise SystemExit(
+            f"env.train must be a world-model env that draws frames from a state model (env_type world_model, "
+            f"frames_from state or state_residual, state_model_config set); got env_type={wcfg.env_type}, "
+            f"frames_from={wcfg.frames_from}, state_model_config={wcfg.state_model_config}"
+        )
+    data = EpisodeDataset(src, tasks=list(wcfg.tasks))
+    if not len(data):
+        raise SystemExit(f"--data {src}: no episodes of env.train.tasks {list(wcfg.tasks)}")
+    envs = {}  # one one-env world-model env per task (its renderer reads the task)
+    for t, task in enumerate(wcfg.tasks):
+        one = wcfg.model_copy(update={"tasks": [task], "task_weights": None, "groups": [], "num_envs": 1, "group_size": 1,
+                                      "auto_reset": False, "use_fixed_reset_state_ids": False, "visualize_wm_pred": False})  # fmt: skip
+        envs[task] = WorldModelEnv(one, 1, seed=t)
+    tmp = dst + ".tmp"
+    if os.path.exists(tmp):
+        shutil.rmtree(tmp)
+    writer = EpisodeWriter(tmp, {**data.info, "rendered_from": src, "state_model": wcfg.state_model_config})
+    for i in range(len(data)):
+        ep = data[i]
+        writer.write(render_episode(envs[ep.meta["task"]], ep))
+    writer.close(data.summary)
+    for env in envs.values():
+        env.close()
+    os.replace(tmp, dst)
+    return len(data)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--config", required=True, help="a job whose env.train is a world-model env with a renderer"
+    )
+    p.add_argument("--data", required=True, help="episode dataset to redraw")
+    p.add_argument("--out", required=True, help="new directory")
+    from policy_and_value.config.cli import parse_with_overrides
+
+    args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
+    from policy_and_value.config import load_config
+
+    begin = time.time()
+    n = render_dataset(load_config(args.config, overrides), args.data, args.out)
+    print(f"{n} episodes redrawn into {args.out} ({time.time() - begin:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
