@@ -17,14 +17,19 @@ import argparse
 import os
 import shutil
 import time
+from typing import TYPE_CHECKING
 
 import torch
 
 from toolkits.episodes.format import Episode, EpisodeDataset, EpisodeWriter
 
+if TYPE_CHECKING:
+    from policy_and_value.config.schema import JobConfig
+    from world_models.env import WorldModelEnv
+
 
 @torch.no_grad()
-def render_episode(wm_env, ep: Episode, batch: int = 64) -> Episode:
+def render_episode(wm_env: WorldModelEnv, ep: Episode, batch: int = 64) -> Episode:
     """``ep`` with its frames redrawn by ``wm_env`` (a one-env world-model env of the episode's task) from
     its states, started from its first frame and state."""
     from policy_and_value.envs.metaworld_tasks import select_state
@@ -35,7 +40,7 @@ def render_episode(wm_env, ep: Episode, batch: int = 64) -> Episode:
     return Episode(torch.cat(frames).numpy(), ep.state, ep.actions, ep.rewards, ep.success, ep.meta)
 
 
-def render_dataset(cfg, src: str, dst: str) -> int:
+def render_dataset(cfg: JobConfig, src: str, dst: str) -> int:
     """Write every episode of ``src`` whose task ``cfg.env.train`` knows to the new directory ``dst`` with its
     frames redrawn (built beside it, then renamed); returns the number of episodes."""
     from world_models.env import WorldModelEnv
@@ -52,11 +57,13 @@ def render_dataset(cfg, src: str, dst: str) -> int:
     data = EpisodeDataset(src, tasks=list(wcfg.tasks))
     if not len(data):
         raise SystemExit(f"--data {src}: no episodes of env.train.tasks {list(wcfg.tasks)}")
-    envs = {}  # one one-env world-model env per task (its renderer reads the task)
+    envs: dict[str, WorldModelEnv] = {}  # one one-env world-model env per task (its renderer reads the task)
+    dynamics = None  # loaded by the first, shared by the rest
     for t, task in enumerate(wcfg.tasks):
         one = wcfg.model_copy(update={"tasks": [task], "task_weights": None, "groups": [], "num_envs": 1, "group_size": 1,
                                       "auto_reset": False, "use_fixed_reset_state_ids": False, "visualize_wm_pred": False})  # fmt: skip
-        envs[task] = WorldModelEnv(one, 1, seed=t)
+        envs[task] = WorldModelEnv(one, 1, seed=t, dynamics=dynamics)
+        dynamics = envs[task].dynamics
     tmp = dst + ".tmp"
     if os.path.exists(tmp):
         shutil.rmtree(tmp)
@@ -84,7 +91,10 @@ def main() -> None:
     from policy_and_value.config import load_config
 
     begin = time.time()
-    n = render_dataset(load_config(args.config, overrides), args.data, args.out)
+    try:
+        n = render_dataset(load_config(args.config, overrides), args.data, args.out)
+    except FileExistsError as err:
+        raise SystemExit(str(err)) from None
     print(f"{n} episodes redrawn into {args.out} ({time.time() - begin:.0f} s)")
 
 
