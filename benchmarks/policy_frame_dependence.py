@@ -3,7 +3,7 @@ replaced: why imagination's frames, not only its states, decide a closed-loop ro
 
     MUJOCO_GL=egl .venv/bin/python benchmarks/policy_frame_dependence.py --config rl_release \\
         --starts data/gauge_starts [--starts-per-task 9] [--samples 4] [OVERRIDES] \\
-        [--modes real frozen black vae rendered]
+        [--modes real frozen black vae rendered imagined_states]
 
 From the wm_outcome_gauge.py starts (their Meta-World layouts) the config's policy plays ``--samples``
 sampled 150-step episodes per start with the real state and: ``real`` frames; ``frozen``: the start frame
@@ -12,7 +12,10 @@ throughout; ``black``: zero images; ``vae``: the real frames encoded and decoded
 ``env.train.state_model_config``'s renderer draws from the real state, as the world-model env of ``env.train``
 draws them in imagination (``WorldModelEnv.render_states``, started from the real start with ``reset_to``:
 with ``frames_from: state_residual`` shifted by the start frame's residual). ``rendered`` against ``vae`` is what the renderer
-costs the policy with every state right. The same policy noise draws in every mode. Prints success per task.
+costs the policy with every state right. ``imagined_states`` turns it round: the real frames, but the state the
+policy reads is the world-model env's, imagined from the real start through the same actions (``reset_to``, then
+``chunk_step`` with every chunk the policy sends Meta-World): what imagination's states alone cost it. The same
+policy noise draws in every mode. Prints success per task.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import torch
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-MODES = ("real", "frozen", "black", "vae", "rendered")
+MODES = ("real", "frozen", "black", "vae", "rendered", "imagined_states")
+IMAGINED = ("rendered", "imagined_states")  # the modes that start a world-model env from each real start
 
 
 def imagination_of(cfg, env, samples: int):
@@ -78,8 +82,12 @@ def main() -> None:
     from policy_and_value.models.registry import make_policy
 
     cfg = load_config(args.config, overrides)
-    needs = {"vae": "dynamics_model_config", "rendered": "state_model_config"}
-    for mode in set(args.modes) & {"vae", "rendered"}:
+    needs = {
+        "vae": "dynamics_model_config",
+        "rendered": "state_model_config",
+        "imagined_states": "state_model_config",
+    }
+    for mode in set(args.modes) & set(needs):
         for key in ["dynamics_model_config", needs[mode]]:
             if not getattr(cfg.env.train, key):
                 raise SystemExit(f"--modes {mode} needs env.train.{key} (set it, or leave {mode} out)")
@@ -94,7 +102,12 @@ def main() -> None:
         cfg.model, env.spec, cfg.algorithm.logprob_type, False, model_dir=cfg.rollout.model_dir
     )
     policy.eval()
-    wm = imagination_of(cfg, env, args.samples) if set(args.modes) & {"vae", "rendered"} else None
+    wm = imagination_of(cfg, env, args.samples) if set(args.modes) & set(needs) else None
+    if "imagined_states" in args.modes and wm.state_dim != env.spec.state_dim:
+        raise SystemExit(
+            f"--modes imagined_states: env.train.state_type={wm.cfg.state_type} gives {wm.state_dim} state dims, "
+            f"the policy reads {env.spec.state_dim} (set env.train.state_type={cfg.env.eval.state_type})"
+        )
     chunks = -(-args.episode_steps // env.chunk)
     print(f"| frames | success | {' | '.join(tasks)} |\n|---|---|" + "---|" * len(tasks))
     for mode in args.modes:
@@ -103,16 +116,19 @@ def main() -> None:
             layouts, _, keep = assign_starts(env.task_ids, starts, args.samples, r * per_round)
             obs, _ = env.reset(reset_state_ids=torch.as_tensor(layouts))
             first = obs["images"].clone()
-            if mode == "rendered":  # imagination from this start: its residual
-                wm.reset_to(first, select_state(obs["state"], wm.cfg.state_type))
+            if mode in IMAGINED:  # imagination from this start: its residual, its states
+                imagined = wm.reset_to(first, select_state(obs["state"], wm.cfg.state_type))[0]
             torch.manual_seed(r)  # the same noise draws in every mode
             alive, done = np.ones(n, bool), np.zeros(n, bool)
             for _ in range(chunks):
+                seen = {**obs, "images": seen_images(mode, obs, first, wm)}
+                if mode == "imagined_states":
+                    seen["state"] = imagined["state"]
                 with torch.no_grad():
-                    chunk = policy.predict(
-                        {**obs, "images": seen_images(mode, obs, first, wm)}, mode="train"
-                    ).actions
+                    chunk = policy.predict(seen, mode="train").actions
                 obs, _, terminated, truncated, _ = env.chunk_step(chunk.clamp(-1, 1))
+                if mode == "imagined_states":
+                    imagined = wm.chunk_step(chunk.clamp(-1, 1))[0]
                 done |= alive & terminated.numpy()
                 alive &= ~(terminated | truncated).numpy()
                 if not alive.any():

@@ -1,4 +1,5 @@
-"""policy_frame_dependence.py shows the policy real, frozen, black, VAE-decoded or rendered frames."""
+"""policy_frame_dependence.py shows the policy real, frozen, black, VAE-decoded or rendered frames, or the
+real frames with imagined states."""
 
 from __future__ import annotations
 
@@ -33,9 +34,9 @@ def test_rendered_frames_start_as_the_vae_shows_the_start_frame_and_every_mode_p
     assert (bench.seen_images("rendered", moved, images, wm).int() - vae.int()).abs().float().mean() > 1
 
     argv = ["policy_frame_dependence.py", "--config", "rl_metaworld_dense_wm", "--starts", str(STARTS),
-            "--starts-per-task", "1", "--samples", "1", "--episode-steps", "8", "--modes", "real", "vae", "rendered"]  # fmt: skip
+            "--starts-per-task", "1", "--samples", "1", "--episode-steps", "8", "--modes", "real", "vae", "rendered", "imagined_states"]  # fmt: skip
     monkeypatch.setattr(sys, "argv", argv)
     bench.main()
     out = capsys.readouterr().out
-    for mode in ("real", "vae", "rendered"):
+    for mode in ("real", "vae", "rendered", "imagined_states"):
         assert f"| {mode} | " in out
