@@ -1,10 +1,13 @@
-"""Atomic writes of small files: written under a sibling temp name and renamed into place, so a run
-stopped midway leaves the previous file (or none), never a half-written one."""
+"""Atomic writes: files and directories are built under a sibling temp name and renamed into place, so a run
+stopped midway leaves the previous result (or none), never a half-written one."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -18,3 +21,19 @@ def write_text_atomically(path: str, text: str) -> None:
     with open(path + ".tmp", "w") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
+
+
+@contextmanager
+def directory_written_atomically(dst: str) -> Iterator[str]:
+    """Yield an empty sibling ``dst.tmp`` (a stale one from an interrupted run removed) to build a new directory in;
+    it becomes ``dst`` when the block ends and is removed if the block raises, so ``dst`` is whole or absent.
+    ``dst`` must not exist (callers refuse it before any work)."""
+    tmp = dst.rstrip("/") + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    os.replace(tmp, dst.rstrip("/"))

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import time
 from typing import TYPE_CHECKING
 
 import torch
 
+from toolkits.atomic import directory_written_atomically
 from toolkits.episodes.format import Episode, EpisodeDataset, EpisodeWriter
 
 if TYPE_CHECKING:
@@ -64,17 +64,18 @@ def render_dataset(cfg: JobConfig, src: str, dst: str) -> int:
                                       "auto_reset": False, "use_fixed_reset_state_ids": False, "visualize_wm_pred": False})  # fmt: skip
         envs[task] = WorldModelEnv(one, 1, seed=t, dynamics=dynamics)
         dynamics = envs[task].dynamics
-    tmp = dst + ".tmp"
-    if os.path.exists(tmp):
-        shutil.rmtree(tmp)
-    writer = EpisodeWriter(tmp, {**data.info, "rendered_from": src, "state_model": wcfg.state_model_config})
-    for i in range(len(data)):
-        ep = data[i]
-        writer.write(render_episode(envs[ep.meta["task"]], ep))
-    writer.close(data.summary)
-    for env in envs.values():
-        env.close()
-    os.replace(tmp, dst)
+    try:
+        with directory_written_atomically(dst) as tmp:
+            writer = EpisodeWriter(
+                tmp, {**data.info, "rendered_from": src, "state_model": wcfg.state_model_config}
+            )
+            for i in range(len(data)):
+                ep = data[i]
+                writer.write(render_episode(envs[ep.meta["task"]], ep))
+            writer.close(data.summary)
+    finally:
+        for env in envs.values():
+            env.close()
     return len(data)
 
 

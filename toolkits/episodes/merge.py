@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 
+from toolkits.atomic import directory_written_atomically
 from toolkits.episodes.format import INDEX
 
 
@@ -43,20 +44,19 @@ def merge_datasets(sources: list[str], dst: str) -> int:
         raise ValueError(f"--data: the datasets record different cameras/image sizes {sorted(views)}; "
                          "a dataset holds one")  # fmt: skip
     tasks = list(dict.fromkeys(e["task"] for index in indexes for e in index["episodes"]))
-    tmp = dst + ".tmp"
-    if os.path.exists(tmp):
-        shutil.rmtree(tmp)
-    os.makedirs(os.path.join(tmp, "episodes"))
     entries = []
-    for src, index in zip(sources, indexes, strict=True):
-        for entry in index["episodes"]:
-            file = os.path.join("episodes", f"episode_{len(entries):06d}.h5")
-            _link_or_copy(os.path.join(src, entry["file"]), os.path.join(tmp, file))
-            entries.append({**entry, "file": file, "task_id": tasks.index(entry["task"]), "merged_from": src})
-    info = {**indexes[0].get("info", {}), "tasks": tasks, "merged_from": sources}
-    with open(os.path.join(tmp, INDEX), "w") as f:
-        json.dump({**indexes[0], "info": info, "episodes": entries, "summary": {}}, f, indent=1)
-    os.replace(tmp, dst)
+    with directory_written_atomically(dst) as tmp:
+        os.makedirs(os.path.join(tmp, "episodes"))
+        for src, index in zip(sources, indexes, strict=True):
+            for entry in index["episodes"]:
+                file = os.path.join("episodes", f"episode_{len(entries):06d}.h5")
+                _link_or_copy(os.path.join(src, entry["file"]), os.path.join(tmp, file))
+                entries.append(
+                    {**entry, "file": file, "task_id": tasks.index(entry["task"]), "merged_from": src}
+                )
+        info = {**indexes[0].get("info", {}), "tasks": tasks, "merged_from": sources}
+        with open(os.path.join(tmp, INDEX), "w") as f:
+            json.dump({**indexes[0], "info": info, "episodes": entries, "summary": {}}, f, indent=1)
     return len(entries)
 
 

@@ -16,6 +16,7 @@ import shutil
 
 import numpy as np
 
+from toolkits.atomic import directory_written_atomically
 from toolkits.episodes.format import INDEX
 
 
@@ -35,17 +36,16 @@ def write_subset(src: str, dst: str, per_task: int, failed_per_task: int = 0, se
     for (_, ok), members in sorted(groups.items()):
         k = per_task if ok else failed_per_task
         chosen += rng.permutation(members)[:k].tolist()
-    tmp = dst + ".tmp"
-    os.makedirs(os.path.join(tmp, "episodes"))
     entries = []
-    for i in sorted(chosen):
-        entry = dict(index["episodes"][i])
-        shutil.copy2(os.path.join(src, entry["file"]), os.path.join(tmp, entry["file"]))
-        entries.append(entry)
-    info = {**index.get("info", {}), "subset_of": src, "subset_seed": seed}
-    with open(os.path.join(tmp, INDEX), "w") as f:
-        json.dump({**index, "info": info, "episodes": entries}, f, indent=1)
-    os.replace(tmp, dst)
+    with directory_written_atomically(dst) as tmp:
+        os.makedirs(os.path.join(tmp, "episodes"))
+        for i in sorted(chosen):
+            entry = dict(index["episodes"][i])
+            shutil.copy2(os.path.join(src, entry["file"]), os.path.join(tmp, entry["file"]))
+            entries.append(entry)
+        info = {**index.get("info", {}), "subset_of": src, "subset_seed": seed}
+        with open(os.path.join(tmp, INDEX), "w") as f:
+            json.dump({**index, "info": info, "episodes": entries}, f, indent=1)
     return len(entries)
 
 
