@@ -28,7 +28,8 @@ def directory_written_atomically(dst: str) -> Iterator[str]:
     """Yield an empty sibling ``dst.tmp`` (a stale one from an interrupted run removed) to build a new directory in;
     it becomes ``dst`` when the block ends and is removed if the block raises, so ``dst`` is whole or absent.
     ``dst`` must not exist (callers refuse it before any work)."""
-    tmp = dst.rstrip("/") + ".tmp"
+    dst = dst.rstrip("/")
+    tmp = dst + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     try:
@@ -36,4 +37,4 @@ def directory_written_atomically(dst: str) -> Iterator[str]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    os.replace(tmp, dst.rstrip("/"))
+    os.replace(tmp, dst)
