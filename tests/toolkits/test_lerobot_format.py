@@ -239,3 +239,33 @@ def test_bad_input_gives_one_line_errors(source, exported, tmp_path):
     ):
         export_lerobot(odd, str(tmp_path / "odd_lr"))
     assert not os.path.exists(str(tmp_path / "odd_lr"))
+
+
+def test_a_failure_midway_leaves_no_dataset(exported, tmp_path):
+    """An episode of another size, found after the first was written, stops the export with nothing at --out;
+    an import over a stale temp folder from an interrupted run replaces it."""
+    mixed = str(tmp_path / "mixed")
+    w = EpisodeWriter(mixed)
+    meta = {"prompt": "p", "task": "t", "cameras": ["c"]}
+    for size in (64, 32):
+        w.write(
+            Episode(
+                np.zeros((3, 1, size, size, 3), np.uint8),
+                np.zeros((3, 39), np.float32),
+                np.zeros((2, 4), np.float32),
+                np.zeros(2, np.float32),
+                np.zeros(2, bool),
+                meta,
+            )
+        )
+    w.close()
+    out = str(tmp_path / "mixed_lr")
+    with pytest.raises(LeRobotFormatError, match=r"episode 1 .*\(one size per dataset\)"):
+        export_lerobot(mixed, out, fps=FPS)
+    assert not os.path.exists(out) and not os.path.exists(out + ".tmp")
+    back = str(tmp_path / "back")
+    os.makedirs(os.path.join(back + ".tmp", "episodes"))
+    with open(os.path.join(back + ".tmp", "episodes", "stale.h5"), "w") as f:
+        f.write("half")
+    assert import_lerobot(exported, back) == len(EPISODES)
+    assert not os.path.exists(back + ".tmp") and "stale.h5" not in os.listdir(os.path.join(back, "episodes"))

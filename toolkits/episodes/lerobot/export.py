@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from typing import Any
 
 import imageio_ffmpeg
@@ -12,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from toolkits.atomic import directory_written_atomically
 from toolkits.episodes.format import FORMAT_NAME, FORMAT_VERSION, Episode, EpisodeDataset
 from toolkits.episodes.lerobot.layout import (
     CODEBASE_VERSION,
@@ -241,6 +241,75 @@ def _frame_columns(ep: Episode, e: int, first_index: int, task_index: int, fps: 
     }
 
 
+def _write_episodes(
+    ds: EpisodeDataset,
+    first: Episode,
+    data: _DataFiles,
+    videos: dict[str, _VideoFiles],
+    fps: int,
+    stat_keys: list[str],
+) -> tuple[
+    list[dict[str, Any]], list[dict[str, Any]], list[dict[str, dict[str, np.ndarray]]], list[str], int
+]:
+    """Each episode's frames into ``data`` and its views into ``videos``; returns the rows of
+    ``meta/episodes``, each episode's metadata and statistics, the prompts in order and the frame count."""
+    src_root = ds.root
+    cameras = list(videos)
+    _, n_views, height, width, _ = first.images.shape
+    state_dim, action_dim = first.state.shape[1], first.actions.shape[1]
+    prompts: list[str] = []
+    rows: list[dict[str, Any]] = []
+    metas: list[dict[str, Any]] = []
+    ep_stats: list[dict[str, dict[str, np.ndarray]]] = []
+    total = 0
+    for e in range(len(ds)):
+        ep = first if e == 0 else ds[e]
+        entry = {k: v for k, v in ds.entries[e].items() if k not in ("file", "length")}
+        meta = {**ep.meta, **entry}
+        if (
+            ep.images.shape[1:] != (n_views, height, width, 3)
+            or ep.state.shape[1] != state_dim
+            or ep.actions.shape[1] != action_dim
+        ):
+            raise LeRobotFormatError(
+                f"{src_root}: episode {e} ({ds.entries[e]['file']}) has images {ep.images.shape[1:]}, "
+                f"state {ep.state.shape[1]}, actions {ep.actions.shape[1]}; episode 0 has "
+                f"{(n_views, height, width, 3)}, {state_dim}, {action_dim} (one size per dataset)"
+            )
+        prompt = str(meta.get("prompt") or meta.get("task") or "")
+        if prompt not in prompts:
+            prompts.append(prompt)
+        n = ep.length + 1
+        cols = _frame_columns(ep, e, total, prompts.index(prompt), fps)
+        table = pa.table(
+            {k: _fixed_list(v) if v.ndim == 2 else pa.array(v) for k, v in cols.items()},
+            schema=data.schema,
+        )
+        chunk, file = data.write(table)
+        row: dict[str, Any] = {
+            "episode_index": e,
+            "tasks": [prompt],
+            "length": n,
+            "data/chunk_index": chunk,
+            "data/file_index": file,
+            "dataset_from_index": total,
+            "dataset_to_index": total + n,
+        }
+        stats = {k: _stats(v.reshape(n, -1)) for k, v in cols.items()}
+        for v, cam in enumerate(cameras):
+            row.update(videos[cam].write(ep.images[:, v]))
+            stats[IMAGE_PREFIX + cam] = _image_stats(ep.images[:, v])
+        row["meta/episodes/chunk_index"], row["meta/episodes/file_index"] = 0, 0
+        for key in stat_keys:
+            for name, value in stats[key].items():
+                row[f"stats/{key}/{name}"] = value.tolist()
+        rows.append(row)
+        metas.append(meta)
+        ep_stats.append(stats)
+        total += n
+    return rows, metas, ep_stats, prompts, total
+
+
 def export_lerobot(
     src_root: str,
     out_root: str,
@@ -289,112 +358,57 @@ def export_lerobot(
     features = _features(state_dim, action_dim, cameras, (height, width), fps, encoder)
     stat_keys = list(features)
 
-    tmp = out_root.rstrip("/") + ".tmp"
-    if os.path.exists(tmp):
-        shutil.rmtree(tmp)
-    os.makedirs(os.path.join(tmp, "meta"))
-    data = _DataFiles(tmp, _frame_schema(state_dim, action_dim), data_file_mb, chunks_size)
-    videos = {
-        cam: _VideoFiles(tmp, IMAGE_PREFIX + cam, (height, width), fps, encoder, video_file_mb, chunks_size)
-        for cam in cameras
-    }
-    prompts: list[str] = []
-    rows: list[dict[str, Any]] = []
-    metas: list[dict[str, Any]] = []
-    ep_stats: list[dict[str, dict[str, np.ndarray]]] = []
-    total = 0
-    try:
-        for e in range(len(ds)):
-            ep = first if e == 0 else ds[e]
-            entry = {k: v for k, v in ds.entries[e].items() if k not in ("file", "length")}
-            meta = {**ep.meta, **entry}
-            if (
-                ep.images.shape[1:] != (n_views, height, width, 3)
-                or ep.state.shape[1] != state_dim
-                or ep.actions.shape[1] != action_dim
-            ):
-                raise LeRobotFormatError(
-                    f"{src_root}: episode {e} ({ds.entries[e]['file']}) has images {ep.images.shape[1:]}, "
-                    f"state {ep.state.shape[1]}, actions {ep.actions.shape[1]}; episode 0 has "
-                    f"{(n_views, height, width, 3)}, {state_dim}, {action_dim} (one size per dataset)"
-                )
-            prompt = str(meta.get("prompt") or meta.get("task") or "")
-            if prompt not in prompts:
-                prompts.append(prompt)
-            n = ep.length + 1
-            cols = _frame_columns(ep, e, total, prompts.index(prompt), fps)
-            table = pa.table(
-                {k: _fixed_list(v) if v.ndim == 2 else pa.array(v) for k, v in cols.items()},
-                schema=data.schema,
+    with directory_written_atomically(out_root) as tmp:
+        os.makedirs(os.path.join(tmp, "meta"))
+        data = _DataFiles(tmp, _frame_schema(state_dim, action_dim), data_file_mb, chunks_size)
+        videos = {
+            cam: _VideoFiles(
+                tmp, IMAGE_PREFIX + cam, (height, width), fps, encoder, video_file_mb, chunks_size
             )
-            chunk, file = data.write(table)
-            row: dict[str, Any] = {
-                "episode_index": e,
-                "tasks": [prompt],
-                "length": n,
-                "data/chunk_index": chunk,
-                "data/file_index": file,
-                "dataset_from_index": total,
-                "dataset_to_index": total + n,
-            }
-            stats = {k: _stats(v.reshape(n, -1)) for k, v in cols.items()}
-            for v, cam in enumerate(cameras):
-                row.update(videos[cam].write(ep.images[:, v]))
-                stats[IMAGE_PREFIX + cam] = _image_stats(ep.images[:, v])
-            row["meta/episodes/chunk_index"], row["meta/episodes/file_index"] = 0, 0
-            for key in stat_keys:
-                for name, value in stats[key].items():
-                    row[f"stats/{key}/{name}"] = value.tolist()
-            rows.append(row)
-            metas.append(meta)
-            ep_stats.append(stats)
-            total += n
-    except BaseException:
-        data.close()
-        for video in videos.values():
-            video.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    data.close()
-    for video in videos.values():
-        video.close()
+            for cam in cameras
+        }
+        try:
+            rows, metas, ep_stats, prompts, total = _write_episodes(ds, first, data, videos, fps, stat_keys)
+        finally:
+            data.close()
+            for video in videos.values():
+                video.close()
 
-    columns = {k: pa.array([r[k] for r in rows]) for k in rows[0]}
-    for k in ("episode_index", "length", "dataset_from_index", "dataset_to_index"):
-        columns[k] = pa.array([r[k] for r in rows], pa.int64())
-    columns[PROJECT_COLUMN + "meta_json"] = pa.array([json.dumps(m) for m in metas], pa.string())
-    for key in dict.fromkeys(k for m in metas for k in m):
-        col = _typed_column([m.get(key) for m in metas])
-        if col is not None and "/" not in key and key != "meta_json":
-            columns[PROJECT_COLUMN + key] = col
-    episodes_path = os.path.join(tmp, EPISODES_PATH.format(chunk_index=0, file_index=0))
-    os.makedirs(os.path.dirname(episodes_path))
-    pq.write_table(pa.table(columns), episodes_path, compression="snappy")
-    pq.write_table(_tasks_table(prompts), os.path.join(tmp, TASKS_PATH))
-    stats_json = {
-        k: {s: v.tolist() for s, v in _aggregate([st[k] for st in ep_stats]).items()} for k in stat_keys
-    }
-    with open(os.path.join(tmp, STATS_PATH), "w") as f:
-        json.dump(stats_json, f, indent=4)
-    info = {
-        "codebase_version": CODEBASE_VERSION,
-        "robot_type": robot_type,
-        "total_episodes": len(rows),
-        "total_frames": total,
-        "total_tasks": len(prompts),
-        "chunks_size": chunks_size,
-        "data_files_size_in_mb": _whole(data_file_mb),
-        "video_files_size_in_mb": _whole(video_file_mb),
-        "fps": fps,
-        "splits": {"train": f"0:{len(rows)}"},
-        "data_path": DATA_PATH,
-        "video_path": VIDEO_PATH,
-        "features": features,
-    }
-    with open(os.path.join(tmp, INFO_PATH), "w") as f:
-        json.dump(info, f, indent=4)
-    with open(os.path.join(tmp, PROJECT_PATH), "w") as f:
-        project = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "exported_from": src_root}
-        json.dump({**project, "info": ds.info, "summary": ds.summary}, f, indent=1)
-    os.replace(tmp, out_root)
+        columns = {k: pa.array([r[k] for r in rows]) for k in rows[0]}
+        for k in ("episode_index", "length", "dataset_from_index", "dataset_to_index"):
+            columns[k] = pa.array([r[k] for r in rows], pa.int64())
+        columns[PROJECT_COLUMN + "meta_json"] = pa.array([json.dumps(m) for m in metas], pa.string())
+        for key in dict.fromkeys(k for m in metas for k in m):
+            col = _typed_column([m.get(key) for m in metas])
+            if col is not None and "/" not in key and key != "meta_json":
+                columns[PROJECT_COLUMN + key] = col
+        episodes_path = os.path.join(tmp, EPISODES_PATH.format(chunk_index=0, file_index=0))
+        os.makedirs(os.path.dirname(episodes_path))
+        pq.write_table(pa.table(columns), episodes_path, compression="snappy")
+        pq.write_table(_tasks_table(prompts), os.path.join(tmp, TASKS_PATH))
+        stats_json = {
+            k: {s: v.tolist() for s, v in _aggregate([st[k] for st in ep_stats]).items()} for k in stat_keys
+        }
+        with open(os.path.join(tmp, STATS_PATH), "w") as f:
+            json.dump(stats_json, f, indent=4)
+        info = {
+            "codebase_version": CODEBASE_VERSION,
+            "robot_type": robot_type,
+            "total_episodes": len(rows),
+            "total_frames": total,
+            "total_tasks": len(prompts),
+            "chunks_size": chunks_size,
+            "data_files_size_in_mb": _whole(data_file_mb),
+            "video_files_size_in_mb": _whole(video_file_mb),
+            "fps": fps,
+            "splits": {"train": f"0:{len(rows)}"},
+            "data_path": DATA_PATH,
+            "video_path": VIDEO_PATH,
+            "features": features,
+        }
+        with open(os.path.join(tmp, INFO_PATH), "w") as f:
+            json.dump(info, f, indent=4)
+        with open(os.path.join(tmp, PROJECT_PATH), "w") as f:
+            project = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "exported_from": src_root}
+            json.dump({**project, "info": ds.info, "summary": ds.summary}, f, indent=1)
     return info
