@@ -11,6 +11,13 @@
 # (door-open reached 94% and 100% with seeds 0 and 1).
 # DEMOS_ONLY=1 stops after the demonstrations (OUT/demos: the anchor of rl_metaworld_dense_critic_20demo,
 # whose policy is shipped; DEMOS=20 DEMOS_ONLY=1 bash scripts/prepare_outcome_start.sh data/outcome_start20).
+# REDRAW_CONFIG=JOB (a world-model job whose renderer draws imagination's frames, e.g.
+# rl_metaworld_dense_wm_critic_20demo) adds the kept demonstrations redrawn as that job imagines them
+# (OUT/demos_rendered) to the recorded ones (OUT/demos_both: the data and the anchor), and STATE_NOISE=X adds
+# Gaussian noise of that size to the state the imitation reads: the start of assets/metaworld_outcome20_both
+# (imitation on both kinds of frame acts alike on imagined and real observations) is
+#   DEMOS=20 REDRAW_CONFIG=rl_metaworld_dense_wm_critic_20demo STATE_NOISE=0.05 \
+#       bash scripts/prepare_outcome_start.sh data/outcome_start20_both
 # At the end it prints the override that points rl_metaworld_outcome at the result.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"
@@ -24,6 +31,8 @@ SFT_STEPS="${SFT_STEPS:-1500}"
 EVAL_EPISODES="${EVAL_EPISODES:-50}"
 NUM_ENVS="${NUM_ENVS:-12}"
 DEMOS_ONLY="${DEMOS_ONLY:-0}"
+REDRAW_CONFIG="${REDRAW_CONFIG:-}"
+STATE_NOISE="${STATE_NOISE:-0}"
 fresh_out "$OUT"
 
 # layouts of layout_seed 0 (the training layouts); evaluation uses layout_seed 1
@@ -32,16 +41,29 @@ stage "collect demonstrations" "$PY" -m toolkits.collect_episodes --tasks "${TAS
   --out "$OUT/demos20"
 stage "keep $DEMOS per task" "$PY" -m toolkits.episodes.subset --data "$OUT/demos20" --out "$OUT/demos" \
   --per-task "$DEMOS" --seed "$SUBSET_SEED"
+DATA="$OUT/demos"
+if [ -n "$REDRAW_CONFIG" ]; then
+  stage "redraw demonstrations" "$PY" -m world_models.render_episodes --config "$REDRAW_CONFIG" \
+    --data "$OUT/demos" --out "$OUT/demos_rendered"
+  stage "merge both frames" "$PY" -m toolkits.episodes.merge --data "$OUT/demos" "$OUT/demos_rendered" \
+    --out "$OUT/demos_both"
+  DATA="$OUT/demos_both"
+fi
 if [ "$DEMOS_ONLY" = 1 ]; then
   print_stages prepare_outcome_start
-  echo "demonstrations: $OUT/demos (algorithm.offline_data_path)"
+  echo "demonstrations: $DATA (algorithm.offline_data_path)"
   exit 0
 fi
 stage "imitation policy" "$PY" -m policy_and_value.offline.train_sft offline/sft_pi0_tiny \
-  data.path="$OUT/demos" output_dir="$OUT/sft" train.max_steps="$SFT_STEPS" data.holdout_fraction=0
+  data.path="$DATA" output_dir="$OUT/sft" train.max_steps="$SFT_STEPS" data.holdout_fraction=0 \
+  augment.state_noise="$STATE_NOISE"
 stage "success, unseen layouts" "$PY" -m policy_and_value.offline.evaluate --model-dir "$OUT/sft/policy" \
   --tasks "${TASKS[@]}" --episodes "$EVAL_EPISODES" --cameras "${CAMERAS[@]}" --layout-seed 1
 
 print_stages prepare_outcome_start
 echo "train from it:"
-echo "  bash scripts/run_embodiment.sh rl_metaworld_outcome rollout.model_dir=$OUT/sft/policy"
+if [ -n "$REDRAW_CONFIG" ]; then
+  echo "  bash scripts/run_embodiment.sh $REDRAW_CONFIG rollout.model_dir=$OUT/sft/policy algorithm.offline_data_path=$DATA"
+else
+  echo "  bash scripts/run_embodiment.sh rl_metaworld_outcome rollout.model_dir=$OUT/sft/policy"
+fi

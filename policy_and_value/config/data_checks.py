@@ -13,6 +13,8 @@ from policy_and_value.config.schema import JobConfig
 # The folders shipped configs read that a script builds instead of the repo shipping them, and that script.
 BUILT_BY_SCRIPT = {
     "data/outcome_start20": "DEMOS=20 DEMOS_ONLY=1 bash scripts/prepare_outcome_start.sh data/outcome_start20",
+    "data/outcome_start20_both": "DEMOS=20 DEMOS_ONLY=1 REDRAW_CONFIG=rl_metaworld_dense_wm_critic_20demo "
+    "bash scripts/prepare_outcome_start.sh data/outcome_start20_both",
     "logs/libero_loop": "bash scripts/libero_loop.sh",
 }
 

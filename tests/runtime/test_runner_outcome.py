@@ -49,6 +49,21 @@ def test_the_start_that_aims_matches_its_checksums():
     assert len((root / "DEMOS.SHA256SUMS").read_text().splitlines()) == 57
 
 
+def test_the_start_on_both_kinds_of_frame_matches_its_checksums():
+    """``start=outcome20_both``: its anchor's 114 episodes (recorded and redrawn) are rebuilt, only listed."""
+    from policy_and_value.config import ConfigError, load_config
+
+    root = REPO / "assets" / "metaworld_outcome20_both"
+    assert assert_matches_sha256sums(root) == 5
+    assert len((root / "DEMOS.SHA256SUMS").read_text().splitlines()) == 114
+    anchor = REPO / "assets" / "metaworld_outcome" / "demos"
+    for name in ("rl_metaworld_dense_critic_20demo", "rl_metaworld_dense_wm_critic_20demo"):
+        cfg = load_config(name, ["start=outcome20_both", f"algorithm.offline_data_path={anchor}"])
+        assert cfg.rollout.model_dir == "assets/metaworld_outcome20_both/policy"
+    with pytest.raises(ConfigError, match=r"build it with: DEMOS=20 DEMOS_ONLY=1 REDRAW_CONFIG="):
+        load_config("rl_metaworld_dense_wm_critic_20demo", ["start=outcome20_both"])
+
+
 @pytest.mark.parametrize(
     "name",
     [
