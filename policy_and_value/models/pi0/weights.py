@@ -183,7 +183,9 @@ def save_pretrained(policy: Pi0Policy, directory: str | Path, layout: str = "wor
     state = policy_state_dict(policy)
     if layout == "openpi":
         state = {to_openpi_key(k): v for k, v in state.items()}
-    save_file(state, str(directory / WEIGHTS_FILE), metadata={"format": "pt", "layout": layout})
+    # one metadata key: safetensors writes several in a random order (safetensors#584), so rebuilt files would
+    # differ from their checksums; the layout is read from the key names (is_openpi_layout)
+    save_file(state, str(directory / WEIGHTS_FILE), metadata={"format": "pt"})
     policy.tokenizer.save(directory)
     stats = policy.normalizer.stats()
     if stats:

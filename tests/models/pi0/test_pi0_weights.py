@@ -60,6 +60,16 @@ def test_save_load_round_trip(make_policy, obs, tmp_path, preset):
     )
 
 
+def test_a_policy_saved_again_writes_the_same_bytes(make_policy, tmp_path):
+    """Rebuilt assets check against their SHA256SUMS: safetensors writes metadata keys in a random order
+    (safetensors#584), so the weights file carries one."""
+    policy = make_policy("tiny")
+    for i in range(8):
+        save_pretrained(policy, tmp_path / f"p{i}")
+    files = {(tmp_path / f"p{i}" / "model.safetensors").read_bytes() for i in range(8)}
+    assert len(files) == 1
+
+
 def test_lora_adapter_round_trip(make_policy, obs, tmp_path):
     policy = make_policy("tiny", is_lora=True, lora_rank=4)
     with torch.no_grad():  # give the zero-initialised B matrices values so the adapter matters
