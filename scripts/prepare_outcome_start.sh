@@ -43,8 +43,9 @@ stage "keep $DEMOS per task" "$PY" -m toolkits.episodes.subset --data "$OUT/demo
   --per-task "$DEMOS" --seed "$SUBSET_SEED"
 DATA="$OUT/demos"
 if [ -n "$REDRAW_CONFIG" ]; then
+  # the job's own anchor may not be built yet; the demonstrations just kept stand in for it (only its renderer is used)
   stage "redraw demonstrations" "$PY" -m world_models.render_episodes --config "$REDRAW_CONFIG" \
-    --data "$OUT/demos" --out "$OUT/demos_rendered"
+    --data "$OUT/demos" --out "$OUT/demos_rendered" algorithm.offline_data_path="$OUT/demos"
   stage "merge both frames" "$PY" -m toolkits.episodes.merge --data "$OUT/demos" "$OUT/demos_rendered" \
     --out "$OUT/demos_both"
   DATA="$OUT/demos_both"
