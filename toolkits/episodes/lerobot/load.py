@@ -154,6 +154,111 @@ def _decode_images(column: pa.ChunkedArray, key: str) -> np.ndarray:
     return np.stack(frames)
 
 
+def _import_episodes(
+    src_root: str,
+    info: dict[str, Any],
+    episodes: list[dict[str, Any]],
+    cam_keys: list[str],
+    cameras: list[str],
+    task_of: dict[int, str],
+    writer: EpisodeWriter,
+) -> dict[str, list[bool]]:
+    """Each LeRobot episode of ``src_root`` (its frames, decoded views and metadata) through ``writer``; returns
+    each task's successes in order, for the summary."""
+    features, fps = info["features"], info["fps"]
+    height, width = (int(d) for d in features[cam_keys[0]]["shape"][:2])
+    image_size = height if height == width else [height, width]
+    task_names: list[str] = []
+    readers = {key: _VideoReader((height, width)) for key in cam_keys if features[key]["dtype"] == "video"}
+    data_cache: tuple[str, pa.Table, np.ndarray] | None = None
+    summary_rows: dict[str, list[bool]] = {}
+    try:
+        for ep in episodes:
+            e, n = int(ep["episode_index"]), int(ep["length"])
+            where = f"{src_root}: episode {e}"
+            if n < 1:
+                raise LeRobotFormatError(f"{where}: length {n}; at least one frame is needed")
+            data_path = os.path.join(
+                src_root,
+                info["data_path"].format(
+                    chunk_index=ep["data/chunk_index"], file_index=ep["data/file_index"]
+                ),
+            )
+            if data_cache is None or data_cache[0] != data_path:
+                if not os.path.isfile(data_path):
+                    raise LeRobotFormatError(f"{where}: data file {data_path} missing")
+                table = pq.read_table(data_path)
+                needed = ("observation.state", "action", "episode_index", "frame_index")
+                missing = [k for k in needed if k not in table.column_names]
+                if missing:
+                    raise LeRobotFormatError(
+                        f"{data_path}: no column {missing[0]!r} (has {table.column_names})"
+                    )
+                data_cache = (data_path, table, table["episode_index"].to_numpy())
+            _, table, ep_col = data_cache
+            rows = table.filter(pa.array(ep_col == e))
+            if rows.num_rows != n:
+                raise LeRobotFormatError(
+                    f"{where}: {rows.num_rows} rows in {data_path}; meta/episodes says {n}"
+                )
+            order = pa.array(np.argsort(rows["frame_index"].to_numpy(), kind="stable"))
+            rows = rows.take(order)
+            state = _numpy(rows["observation.state"], n).astype(np.float32)
+            action = _numpy(rows["action"], n).astype(np.float32)
+            reward = (
+                _numpy(rows["next.reward"], n)[:, 0].astype(np.float32)
+                if "next.reward" in rows.column_names
+                else np.zeros(n, np.float32)
+            )
+            success = (
+                _numpy(rows["next.success"], n)[:, 0].astype(bool)
+                if "next.success" in rows.column_names
+                else np.zeros(n, bool)
+            )
+            views = []
+            for key in cam_keys:
+                if features[key]["dtype"] == "image":
+                    views.append(_decode_images(rows[key], key))
+                    continue
+                path = os.path.join(
+                    src_root,
+                    info["video_path"].format(
+                        video_key=key,
+                        chunk_index=ep[f"videos/{key}/chunk_index"],
+                        file_index=ep[f"videos/{key}/file_index"],
+                    ),
+                )
+                start = int(round(float(ep[f"videos/{key}/from_timestamp"]) * fps))
+                views.append(readers[key].read(path, start, n))
+            images = np.stack(views, axis=1)
+            if images.shape[2:] != (height, width, 3):
+                raise LeRobotFormatError(
+                    f"{where}: frames {images.shape[2:]}; info.json says {(height, width, 3)}"
+                )
+            meta_json = ep.get(PROJECT_COLUMN + "meta_json")
+            if meta_json:
+                meta = json.loads(meta_json)
+            else:
+                prompt = task_of.get(int(rows["task_index"][0].as_py()), (ep.get("tasks") or [""])[0])
+                if prompt not in task_names:
+                    task_names.append(prompt)
+                meta = {
+                    "prompt": prompt,
+                    "task": prompt,
+                    "task_id": task_names.index(prompt),
+                    "cameras": cameras,
+                    "image_size": image_size,
+                    "success_once": bool(success[: n - 1].any()),
+                    "lerobot_episode_index": e,
+                }
+            writer.write(Episode(images, state, action[: n - 1], reward[: n - 1], success[: n - 1], meta))
+            summary_rows.setdefault(str(meta.get("task")), []).append(bool(meta.get("success_once")))
+    finally:
+        for reader in readers.values():
+            reader.close()
+    return summary_rows
+
+
 def import_lerobot(src_root: str, out_root: str) -> int:
     """Write the LeRobot v3 dataset ``src_root`` as the episode dataset ``out_root`` (a new folder, built
     beside it and renamed when complete); returns the number of episodes."""
@@ -179,7 +284,6 @@ def import_lerobot(src_root: str, out_root: str) -> int:
     project_path = os.path.join(src_root, PROJECT_PATH)
     project = _load_json(project_path) if os.path.isfile(project_path) else {}
 
-    task_names: list[str] = []
     image_size = height if height == width else [height, width]
     base_info = (
         project["info"]
@@ -193,95 +297,7 @@ def import_lerobot(src_root: str, out_root: str) -> int:
     )
     with directory_written_atomically(out_root) as tmp:
         writer = EpisodeWriter(tmp, {**base_info, "imported_from": src_root})
-        readers = {
-            key: _VideoReader((height, width)) for key in cam_keys if features[key]["dtype"] == "video"
-        }
-        data_cache: tuple[str, pa.Table, np.ndarray] | None = None
-        summary_rows: dict[str, list[bool]] = {}
-        try:
-            for ep in episodes:
-                e, n = int(ep["episode_index"]), int(ep["length"])
-                where = f"{src_root}: episode {e}"
-                if n < 1:
-                    raise LeRobotFormatError(f"{where}: length {n}; at least one frame is needed")
-                data_path = os.path.join(
-                    src_root,
-                    info["data_path"].format(
-                        chunk_index=ep["data/chunk_index"], file_index=ep["data/file_index"]
-                    ),
-                )
-                if data_cache is None or data_cache[0] != data_path:
-                    if not os.path.isfile(data_path):
-                        raise LeRobotFormatError(f"{where}: data file {data_path} missing")
-                    table = pq.read_table(data_path)
-                    needed = ("observation.state", "action", "episode_index", "frame_index")
-                    missing = [k for k in needed if k not in table.column_names]
-                    if missing:
-                        raise LeRobotFormatError(
-                            f"{data_path}: no column {missing[0]!r} (has {table.column_names})"
-                        )
-                    data_cache = (data_path, table, table["episode_index"].to_numpy())
-                _, table, ep_col = data_cache
-                rows = table.filter(pa.array(ep_col == e))
-                if rows.num_rows != n:
-                    raise LeRobotFormatError(
-                        f"{where}: {rows.num_rows} rows in {data_path}; meta/episodes says {n}"
-                    )
-                order = pa.array(np.argsort(rows["frame_index"].to_numpy(), kind="stable"))
-                rows = rows.take(order)
-                state = _numpy(rows["observation.state"], n).astype(np.float32)
-                action = _numpy(rows["action"], n).astype(np.float32)
-                reward = (
-                    _numpy(rows["next.reward"], n)[:, 0].astype(np.float32)
-                    if "next.reward" in rows.column_names
-                    else np.zeros(n, np.float32)
-                )
-                success = (
-                    _numpy(rows["next.success"], n)[:, 0].astype(bool)
-                    if "next.success" in rows.column_names
-                    else np.zeros(n, bool)
-                )
-                views = []
-                for key in cam_keys:
-                    if features[key]["dtype"] == "image":
-                        views.append(_decode_images(rows[key], key))
-                        continue
-                    path = os.path.join(
-                        src_root,
-                        info["video_path"].format(
-                            video_key=key,
-                            chunk_index=ep[f"videos/{key}/chunk_index"],
-                            file_index=ep[f"videos/{key}/file_index"],
-                        ),
-                    )
-                    start = int(round(float(ep[f"videos/{key}/from_timestamp"]) * fps))
-                    views.append(readers[key].read(path, start, n))
-                images = np.stack(views, axis=1)
-                if images.shape[2:] != (height, width, 3):
-                    raise LeRobotFormatError(
-                        f"{where}: frames {images.shape[2:]}; info.json says {(height, width, 3)}"
-                    )
-                meta_json = ep.get(PROJECT_COLUMN + "meta_json")
-                if meta_json:
-                    meta = json.loads(meta_json)
-                else:
-                    prompt = task_of.get(int(rows["task_index"][0].as_py()), (ep.get("tasks") or [""])[0])
-                    if prompt not in task_names:
-                        task_names.append(prompt)
-                    meta = {
-                        "prompt": prompt,
-                        "task": prompt,
-                        "task_id": task_names.index(prompt),
-                        "cameras": cameras,
-                        "image_size": image_size,
-                        "success_once": bool(success[: n - 1].any()),
-                        "lerobot_episode_index": e,
-                    }
-                writer.write(Episode(images, state, action[: n - 1], reward[: n - 1], success[: n - 1], meta))
-                summary_rows.setdefault(str(meta.get("task")), []).append(bool(meta.get("success_once")))
-        finally:
-            for reader in readers.values():
-                reader.close()
+        summary_rows = _import_episodes(src_root, info, episodes, cam_keys, cameras, task_of, writer)
         summary = project.get("summary") if project else None
         if summary is None:
             summary = {
