@@ -92,18 +92,20 @@ def test_rollout_shapes_members_and_round_trip(tmp_path):
 
 
 def test_shipped_state_models_match_their_checksums_and_load_strictly():
-    """Both shipped models (``state_outcome/model`` and its refit on the 20-demonstration start's rollouts,
-    ``state_outcome20/model``) are whole and load into the current StateModel, with the renderer and reward
-    head the dense recipes read."""
+    """The shipped models (``state_outcome/model``, its refit on the 20-demonstration start's rollouts,
+    ``state_outcome20/model``, and that one's refit on the both-frames start's, ``state_outcome20_both/model``)
+    are whole and load into the current StateModel, with the renderer and reward head the dense recipes read."""
     from tests.assets import REPO, assert_matches_sha256sums
 
-    roots = [REPO / "assets" / "world_models" / name for name in ("state_outcome", "state_outcome20")]
-    assert assert_matches_sha256sums(roots[0]) >= 4 and assert_matches_sha256sums(roots[1]) == 2
-    first, refitted = (StateModel.from_pretrained(root / "model") for root in roots)
-    assert first.cfg == refitted.cfg and first.cfg.reward_head and first.cfg.latent_shape
-    assert any(
-        not torch.equal(a, b) for a, b in zip(first.state_dict().values(), refitted.state_dict().values())
-    )
+    names = ("state_outcome", "state_outcome20", "state_outcome20_both")
+    roots = [REPO / "assets" / "world_models" / name for name in names]
+    counts = [assert_matches_sha256sums(root) for root in roots]
+    assert counts[0] >= 4 and counts[1:] == [2, 2]  # the first also ships the gauge's start states
+    models = [StateModel.from_pretrained(root / "model") for root in roots]
+    assert all(m.cfg == models[0].cfg for m in models)
+    assert models[0].cfg.reward_head and models[0].cfg.latent_shape
+    for a, b in zip(models, models[1:]):  # each refit moved the weights
+        assert any(not torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
 
 
 def test_windows_line_up_actions_states_and_success(rule_episodes):
