@@ -165,10 +165,9 @@ def train(cfg) -> tuple[list[tuple[int, str]], float, dict[int, int]]:
     """Run the job (its co-evolution rounds when ``coevolution.rounds`` > 0); returns ((step, rollout
     weights) of every checkpoint saved, the last one last; wall seconds; the real-env steps used up to
     each of those checkpoints)."""
-    from policy_and_value.config.env_checks import real_env_count
     from policy_and_value.runner import run_job
     from policy_and_value.runner.checkpoint import checkpoint_step
-    from policy_and_value.runner.coevolution import rl_real_env_steps
+    from policy_and_value.runner.coevolution import real_env_steps_by_step
 
     start = time.time()
     if cfg.coevolution.rounds > 0:  # co-evolution: every round's checkpoint, the real steps it used so far
@@ -179,13 +178,8 @@ def train(cfg) -> tuple[list[tuple[int, str]], float, dict[int, int]]:
         return saved, time.time() - start, {r["step"]: int(r["real_env_steps_total"]) for r in records}
     runner = run_job(cfg)
     wall = time.time() - start
-    all_real = real_env_count(cfg.env.train) == cfg.env.train.num_envs
-    if all_real:  # the steps the finished episodes took (they end at success)
-        with open(os.path.join(runner.log_dir, "metrics.jsonl")) as f:
-            per_step = {r["step"]: r.get("env/episode_steps", 0) for r in map(json.loads, f)}  # last run wins
-        used = lambda step: int(sum(n for s, n in per_step.items() if s <= step))  # noqa: E731
-    else:  # imagined or mixed: the real groups' envs step every chunk
-        used = lambda step: rl_real_env_steps(cfg, step)  # noqa: E731
+    by_step = real_env_steps_by_step(cfg.env.train, runner.log_dir)  # the real envs' finished episodes' steps
+    used = lambda step: sum(n for s, n in by_step.items() if s <= step)  # noqa: E731
     saved = [(checkpoint_step(d), os.path.join(d, "rollout", "model.safetensors")) for d in runner.saved]
     return saved, wall, {step: used(step) for step, _ in saved}
 

@@ -34,7 +34,7 @@ import shutil
 from typing import Any
 
 from policy_and_value.algorithms.lr_schedule import scheduled_optimizer_steps
-from policy_and_value.config.env_checks import real_env_count, world_model_groups
+from policy_and_value.config.env_checks import env_groups, world_model_groups
 from policy_and_value.config.schema import EnvConfig, JobConfig
 from policy_and_value.runner.checkpoint import checkpoint_step, log_dir_of
 
@@ -125,11 +125,21 @@ def collect_real(
     }
 
 
-def rl_real_env_steps(cfg: JobConfig, steps: int) -> int:
-    """Real env steps ``steps`` RL steps take in the train env's real groups (mixed training; 0 in imagination
-    alone): every real env steps every chunk of every rollout epoch."""
-    algo, env = cfg.algorithm, cfg.env.train
-    return real_env_count(env) * algo.n_chunk_steps * env.num_action_chunks * algo.rollout_epoch * steps
+def real_env_steps_by_step(env: EnvConfig, log_dir: str) -> dict[int, int]:
+    """The real env steps each training step took in ``env``'s real-simulator envs: the lengths of the episodes
+    they finished, as the run logged them (``<log_dir>/metrics.jsonl``; a step logged again after a resume
+    counts once, as last logged). Imagined envs take none; an episode still going at the end is not counted."""
+    if env.groups:
+        keys = [
+            f"env/{name}/episode_steps" for name, group in env_groups(env) if group.env_type != "world_model"
+        ]
+    else:
+        keys = [] if env.env_type == "world_model" else ["env/episode_steps"]
+    path = os.path.join(log_dir, "metrics.jsonl")
+    if not keys or not os.path.isfile(path):
+        return {}
+    with open(path) as f:
+        return {row["step"]: int(sum(row.get(k, 0) for k in keys)) for row in map(json.loads, f)}
 
 
 def round_data(here: str) -> list[str]:
@@ -240,7 +250,8 @@ def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
             job = round_config(cfg, r, resume, state_model, dynamics)
             start = checkpoint_step(resume) if resume else 0
             runner = run_job(job)
-            rl = rl_real_env_steps(cfg, runner.global_step - start)
+            by_step = real_env_steps_by_step(cfg.env.train, runner.log_dir)
+            rl = sum(n for step, n in by_step.items() if start < step <= runner.global_step)
             resume = runner.saved[-1] if runner.saved else resume  # resumed at the round's end: no steps left
             policy = str(export_policy(resume, os.path.join(here, "policy")))
             real = collect_round(cfg, job, policy, here, r, rl)

@@ -73,6 +73,7 @@ class EpisodeStats:
                 group = groups[int(ep["group_id"][j])]
                 self.episodes[f"{group}/success_once"].append(success)
                 self.episodes[f"{group}/return"].append(float(ep["return"][j]))
+                self.episodes[f"{group}/episode_len"].append(float(ep["episode_len"][j]))
 
     def pop(self) -> dict[str, Any]:
         out = {
@@ -311,7 +312,8 @@ class EnvWorker(Worker):
 
 
 def merge_stats(stats: list[dict[str, Any]]) -> dict[str, float]:
-    """Means over all env workers' finished episodes: {"success_once": .., "<task>/success_once": ..}."""
+    """Means over all env workers' finished episodes: {"success_once": .., "<task>/success_once": ..}, and the
+    env steps they took (``episode_steps``, and ``<group>/episode_steps`` per env group of a mixed env)."""
     merged: dict[str, list[float]] = defaultdict(list)
     reward_sum = sum(s["reward_sum"] for s in stats)
     reward_count = sum(s["reward_count"] for s in stats)
@@ -320,7 +322,10 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, float]:
             merged[k].extend(v)
     out = {k: float(np.mean(v)) for k, v in merged.items() if v}
     out["num_episodes"] = float(len(merged.get("return", [])))
-    out["episode_steps"] = float(sum(merged.get("episode_len", [])))  # env steps of the finished episodes
+    for k, v in merged.items():  # env steps of the finished episodes, overall and per env group
+        if k == "episode_len" or k.endswith("/episode_len"):
+            out[k.removesuffix("episode_len") + "episode_steps"] = float(sum(v))
+    out.setdefault("episode_steps", 0.0)
     if reward_count:
         out["reward"] = reward_sum / reward_count
     return out

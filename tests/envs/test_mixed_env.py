@@ -74,3 +74,26 @@ def test_each_env_carries_its_env_group():
     grouped = EnvConfig(**base, groups=[{"name": "a", "num_envs": 2}, {"name": "b", "num_envs": 3}])
     assert env_group_ids(grouped, mixed).tolist() == [0, 0, 1, 1, 1]
     assert env_group_ids(EnvConfig(**base), _gym("CartPole-v1", 5, 0)) is None
+
+
+def test_finished_episodes_steps_are_counted_per_env_group():
+    """The env worker's stats sum the finished episodes' env steps overall and per env group (how the real
+    groups' env steps of mixed training are counted)."""
+    from policy_and_value.workers.env_worker import EpisodeStats, merge_stats
+
+    mixed = MixedEnv([("a", _gym("CartPole-v1", 2, 0)), ("b", _gym("CartPole-v1", 3, 1, max_steps=8))])
+    mixed.reset()
+    stats, lengths = EpisodeStats(), {"a": [], "b": []}
+    for acts in _actions(5, 3):
+        obs, r, te, tr, info = mixed.chunk_step(acts)
+        if "episode" in info:
+            ep = info["episode"]
+            for g, n in zip(ep["group_id"].tolist(), ep["episode_len"].tolist(), strict=True):
+                lengths["ab"[g]].append(n)
+            stats.add_episodes(
+                info, mixed.tasks, obs["task_id"], torch.ones(5, dtype=torch.bool), mixed.groups
+            )
+    merged = merge_stats([stats.pop()])
+    assert lengths["a"] and lengths["b"]
+    assert merged["a/episode_steps"] == sum(lengths["a"]) and merged["b/episode_steps"] == sum(lengths["b"])
+    assert merged["episode_steps"] == sum(lengths["a"]) + sum(lengths["b"])

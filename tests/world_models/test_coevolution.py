@@ -83,7 +83,7 @@ def test_rounds_train_collect_refit_and_count_real_steps(real_world, tmp_path, c
     assert [r["round"] for r in records] == [1, 2] and [r["step"] for r in records] == [1, 2]
     for r in records:  # a rollout and a replayed plan per task, both counted, beside RL's real envs
         assert r["real_episodes"] == r["plan_episodes"] == len(TASKS)
-        assert r["rl_real_env_steps"] == 2 * 2 * 4  # 2 real envs x 2 chunks of 4 actions, one step a round
+        assert r["rl_real_env_steps"] == 2 * 8  # 2 real envs x one finished 8-step episode, one step a round
         assert len(TASKS) < r["real_env_steps"] - r["rl_real_env_steps"] <= 2 * 8 * len(TASKS)
         assert "eval/success_once" in r and os.path.isfile(
             os.path.join(r["state_model"], "model.safetensors")
@@ -193,7 +193,8 @@ def test_every_round_keeps_the_whole_lr_schedule(real_world):
 @pytest.fixture
 def recorded_rounds(real_world, tmp_path, monkeypatch):
     """run_coevolution with RL, export, real rollouts, merge and refit replaced by recorders (10 real steps a
-    round, each refit a new state model folder); returns (config of 2 rounds of 1 step, calls)."""
+    round, each refit a new state model folder; RL logs 12 env steps of finished episodes a step in a real
+    group, 99 in an imagined one); returns (config of 2 rounds of 1 step, calls)."""
     from policy_and_value.config.env_checks import world_model_groups
     from policy_and_value.runner import coevolution
 
@@ -204,7 +205,14 @@ def recorded_rounds(real_world, tmp_path, monkeypatch):
         end = cfg.runner.max_steps
         calls["jobs"].append((start, end, world_model_groups(cfg.env.train)[0].state_model_config))
         saved = [str(tmp_path / "co" / "checkpoints" / f"global_step_{end}")] if start < end else []
-        return SimpleNamespace(saved=saved, global_step=max(start, end), last_eval={})
+        log_dir = tmp_path / "co"
+        with open(log_dir / "metrics.jsonl", "a") as f:  # a resumed job logs its steps again
+            for step in range(start + 1, end + 1):
+                f.write(
+                    json.dumps({"step": step, "env/real/episode_steps": 12, "env/imagined/episode_steps": 99})
+                    + "\n"
+                )
+        return SimpleNamespace(saved=saved, global_step=max(start, end), last_eval={}, log_dir=str(log_dir))
 
     def collect_real(cfg, policy, out, seed, episodes, imagine=None):
         os.makedirs(out)
@@ -305,7 +313,9 @@ def test_mixed_rounds_count_the_real_groups_steps(recorded_rounds, real_world, t
     records = run_coevolution(cfg)
     assert calls["jobs"] == [(0, 2, real_world["state"]), (2, 4, records[0]["state_model"])]
     assert calls["collected"][1::2] == [("plans", real_world["state"]), ("plans", records[0]["state_model"])]
-    rl = 2 * 2 * 4 * 2  # 2 real envs x 2 chunks of 4 actions x 2 steps a round
+    rl = (
+        12 * 2
+    )  # the real group's finished episodes' 12 env steps a step x 2 steps a round (not the imagined 99s)
     assert [(r["rl_real_env_steps"], r["real_env_steps"], r["real_env_steps_total"]) for r in records] == [
         (rl, rl + 20, rl + 20), (rl, rl + 20, 2 * (rl + 20))
     ]  # fmt: skip
