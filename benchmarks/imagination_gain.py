@@ -32,8 +32,9 @@ episode count are unchanged, so adding a control or a seed runs only what is new
 
 The same arms measure RL in the real simulator when the config trains there, e.g. the outcome-driven
 recipe: ``--config rl_metaworld_outcome --no-real-ppo --arm-name Meta-World --controls shuffle reverse``
-(evaluation then runs on the eval env's ``layout_seed``, layouts training never saw, and the real-env
-steps are those the training episodes took).
+(evaluation then runs on the eval env's ``layout_seed``, layouts training never saw). The real-env steps are
+those the real envs' finished training episodes took, every env's in a real-simulator recipe and the real groups'
+in mixed training (none in imagination alone).
 """
 
 from __future__ import annotations
