@@ -286,11 +286,6 @@ def world_model_groups(env: EnvConfig) -> list[EnvConfig]:
     return [g for g in _built_envs(env) if g.env_type == "world_model"]
 
 
-def real_env_count(env: EnvConfig) -> int:
-    """How many of ``env``'s envs are a real simulator's (not imagined): its real groups' shares."""
-    return sum(g.num_envs for g in _built_envs(env) if g.env_type != "world_model")
-
-
 def _group_config(base: dict[str, Any], group: dict[str, Any]) -> EnvConfig:
     return EnvConfig.model_validate({**base, **{k: v for k, v in group.items() if k != "name"}})
 

@@ -313,9 +313,8 @@ def test_mixed_rounds_count_the_real_groups_steps(recorded_rounds, real_world, t
     records = run_coevolution(cfg)
     assert calls["jobs"] == [(0, 2, real_world["state"]), (2, 4, records[0]["state_model"])]
     assert calls["collected"][1::2] == [("plans", real_world["state"]), ("plans", records[0]["state_model"])]
-    rl = (
-        12 * 2
-    )  # the real group's finished episodes' 12 env steps a step x 2 steps a round (not the imagined 99s)
+    # the real group's finished episodes' 12 env steps a step x 2 steps a round (not the imagined 99s)
+    rl = 12 * 2
     assert [(r["rl_real_env_steps"], r["real_env_steps"], r["real_env_steps_total"]) for r in records] == [
         (rl, rl + 20, rl + 20), (rl, rl + 20, 2 * (rl + 20))
     ]  # fmt: skip
