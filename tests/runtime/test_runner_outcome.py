@@ -167,3 +167,51 @@ def _export_and_serve(step: Path, out: Path) -> None:
         assert client.get_server_metadata()["prompts"]["reach-v3"] == "reach the goal position"
         assert client.infer(observation(0))["actions"].shape == (4, 4)
         client._ws.close()
+
+
+def test_the_pessimistic_recipe_is_the_imagination_twin_without_its_anchor():
+    """``rl_metaworld_wm_pessimistic_critic_20demo`` is the twin with no demonstration anchor and a reward of the heads'
+    mean less 6 x their spread: nothing else differs, and it needs no demonstrations rebuilt."""
+    from policy_and_value.config import load_config
+
+    pessimistic = load_config("rl_metaworld_wm_pessimistic_critic_20demo", [])
+    twin = load_config(
+        "rl_metaworld_dense_wm_critic_20demo",
+        [
+            "algorithm.offline_data_coef=0",
+            "algorithm.offline_data_path=null",
+            "env.train.reward_uncertainty_penalty=6",
+            "runner.logger.experiment_name=rl_metaworld_wm_pessimistic_critic_20demo",
+        ],
+    )
+    assert pessimistic.model_dump() == twin.model_dump()
+    assert (
+        pessimistic.algorithm.offline_data_coef == 0 and pessimistic.env.train.reward_uncertainty_penalty == 6
+    )
+
+
+def test_the_pessimistic_recipe_pays_the_heads_mean_less_six_spreads(tmp_path: Path):
+    """One step of the shipped recipe, shrunk, against the same step with the plain mean reward: the same seeded
+    rollout of the same start, each reward lower by 6 x the heads' spread."""
+    tiny = [
+        "algorithm.num_group_envs=3",  # one layout per task
+        "algorithm.group_size=1",
+        "env.train.group_size=1",
+        "env.train.max_episode_steps=12",
+        "algorithm.n_chunk_steps=3",
+        "actor.global_batch_size=9",
+        "actor.micro_batch_size=9",
+        "runner.val_check_interval=-1",
+        "runner.save_interval=-1",
+        "runner.progress_bar=false",
+        "runner.max_steps=1",  # the critic's warm-up step: the rollout and the critic's fit
+    ]
+    name = "rl_metaworld_wm_pessimistic_critic_20demo"
+    (pessimistic,) = run_and_read(name, tmp_path, "pessimistic", tiny)
+    (plain,) = run_and_read(name, tmp_path, "plain", [*tiny, "env.train.reward_uncertainty_penalty=0"])
+    assert pessimistic["env/reward_spread"] > 0
+    assert pessimistic["env/reward_spread"] == pytest.approx(plain["env/reward_spread"], rel=1e-4)
+    assert pessimistic["env/episode_len"] == plain["env/episode_len"] == 12  # whole episodes, in both
+    # an episode's return sums its actions' rewards; reward_spread is the heads' spread per action
+    expected = plain["env/return"] - 6 * plain["env/reward_spread"] * plain["env/episode_len"]
+    assert pessimistic["env/return"] == pytest.approx(expected, rel=1e-3, abs=1e-6)
