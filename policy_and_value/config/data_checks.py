@@ -16,6 +16,7 @@ BUILT_BY_SCRIPT = {
     "data/outcome_start20_both": "DEMOS=20 DEMOS_ONLY=1 REDRAW_CONFIG=rl_metaworld_dense_wm_critic_20demo "
     "bash scripts/prepare_outcome_start.sh data/outcome_start20_both",
     "logs/libero_loop": "bash scripts/libero_loop.sh",
+    "data/coevolution20_both": "bash scripts/prepare_coevolution_data.sh data/coevolution20_both",
 }
 
 
@@ -146,7 +147,8 @@ def check_coevolution(cfg: JobConfig) -> None:
         raise config_error(
             "coevolution.state_model_data",
             data,
-            "the episodes the state model was trained on (a dataset with index.json)",
+            "the episodes the state model was trained on (a dataset with index.json)"
+            + build_hint(data or ""),
         )
     if cfg.runner.resume_dir:  # a checkpoint that cannot continue this log dir's rounds
         from policy_and_value.runner.coevolution import finished_rounds

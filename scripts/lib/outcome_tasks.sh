@@ -8,8 +8,10 @@ GAUGE_SAMPLES="${GAUGE_SAMPLES:-4}"
 GAUGE_STEPS="${GAUGE_STEPS:-150}"
 
 policy_rollouts() {  # policy_rollouts POLICY EPISODES NOISE OUT: a policy's sampled rollouts, training layouts
+  # (ROLLOUT_STEPS, if set: episodes of that many steps instead of Meta-World's 150; tests shrink with it)
   "$PY" -m toolkits.collect_episodes --tasks "${TASKS[@]}" --episodes-per-task "$2" --cameras "${CAMERAS[@]}" \
-    --seed 5 --num-envs 12 --policy-dir "$1" --noise-level "$3" --out "$4"
+    --seed 5 --num-envs 12 --policy-dir "$1" --noise-level "$3" --out "$4" \
+    ${ROLLOUT_STEPS:+--max-episode-steps "$ROLLOUT_STEPS"}
 }
 
 imagined_plans() {  # imagined_plans POLICY EPISODES NOISE STATE_MODEL OUT: the policy's sampled episodes played in

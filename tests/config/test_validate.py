@@ -20,6 +20,7 @@ BUILT_BY_SCRIPT = {
     "rl_metaworld_mixed_critic_20demo",
     "rl_metaworld_mixed_third_critic_20demo",
     "rl_metaworld_mixed_door_critic_20demo",
+    "rl_metaworld_coevolution_critic_20demo",
 }
 
 
