@@ -9,7 +9,8 @@
 #   bash scripts/prepare_coevolution_data.sh [OUT]        (default OUT: data/coevolution20_both)
 #
 # Environment (defaults = the recipe of the shipped models): EPISODES=60 (a task, a policy) NOISE=0.5
-# ROLLOUT_STEPS (an episode's steps; empty: Meta-World's 150). About 12 minutes on a 2-core CPU.
+# ROLLOUT_STEPS (an episode's steps; empty: Meta-World's 150). Its three collections took 20 minutes here run at once
+# on a 2-core CPU (beside a 2-minute build of a start's anchor).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stages.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/outcome_tasks.sh"
