@@ -143,13 +143,14 @@ def check_coevolution(cfg: JobConfig) -> None:
         if not ok:
             raise config_error(key, value, allowed)
     data = co.state_model_data
-    if data is None or not os.path.isfile(os.path.join(data, "index.json")):
+    if data is None:
         raise config_error(
             "coevolution.state_model_data",
             data,
-            "the episodes the state model was trained on (a dataset with index.json)"
-            + build_hint(data or ""),
+            "the episodes the state model was trained on (a dataset with index.json)",
         )
+    # each refit trains on these episodes with the world-model env's tasks: a missing one would fail after round 1's RL
+    check_episode_data(data, list(world.tasks), "coevolution.state_model_data", "env.train.tasks")
     if cfg.runner.resume_dir:  # a checkpoint that cannot continue this log dir's rounds
         from policy_and_value.runner.coevolution import finished_rounds
 

@@ -111,10 +111,22 @@ def test_rounds_train_collect_refit_and_count_real_steps(real_world, tmp_path, c
     assert "co-evolution round 2/2" in capsys.readouterr().out
 
 
-def test_coevolution_keys_are_checked_before_start(real_world):
+def test_coevolution_keys_are_checked_before_start(real_world, tmp_path):
     keys = _overrides(real_world)
     with pytest.raises(ConfigError, match=r"coevolution.state_model_data=None: the episodes the state model"):
         load_config("ppo_pi0_metaworld", [*keys, "coevolution.state_model_data=null"])
+    with pytest.raises(ConfigError, match=r"coevolution.state_model_data='.*/nowhere': no index.json here"):
+        load_config("ppo_pi0_metaworld", [*keys, f"coevolution.state_model_data={tmp_path / 'nowhere'}"])
+    # episodes of one task only: the refits train on both, so the job stops before round 1's RL
+    with open(os.path.join(real_world["data"], "index.json")) as f:
+        index = json.load(f)
+    index["episodes"] = [e for e in index["episodes"] if e["task"] == "reach-v3"]
+    (tmp_path / "reach_only").mkdir()
+    (tmp_path / "reach_only" / "index.json").write_text(json.dumps(index))
+    with pytest.raises(
+        ConfigError, match=r"env.train.tasks=\['reach-v3', 'push-v3'\]: \['push-v3'\] not in the dataset"
+    ):
+        load_config("ppo_pi0_metaworld", [*keys, f"coevolution.state_model_data={tmp_path / 'reach_only'}"])
     with pytest.raises(
         ConfigError, match=r"coevolution.real_episodes_per_task=0: > 0 unless coevolution.plans_per"
     ):
