@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass
 
@@ -79,6 +81,20 @@ class Cluster:
         self.placement_groups = []
         if self.started_ray and ray.is_initialized():
             ray.shutdown()
+            reinstall_sigterm_handler()
+
+
+def reinstall_sigterm_handler() -> None:
+    """Install Python's SIGTERM handler again after ``ray.shutdown``: it resets the process's SIGTERM action to
+    the default (terminate) underneath Python, whose ``signal.getsignal`` still names a handler that is then
+    never called, so a co-evolution stopped between its rounds' jobs died at once instead of after the round.
+    Ray's own handler (from ``ray.init``, nobody took it back) gives way to the default."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    handler = signal.getsignal(signal.SIGTERM)
+    if handler is None or getattr(handler, "__module__", "").startswith("ray."):
+        handler = signal.SIG_DFL
+    signal.signal(signal.SIGTERM, handler)
 
 
 def set_ray_environment() -> None:

@@ -3,6 +3,9 @@ leave the job unkillable; the command line says where to resume and exits 143.""
 
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -22,6 +25,34 @@ def test_first_sigterm_requests_a_stop_and_the_second_interrupts():
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_sigterm_after_ray_stopped_still_only_requests_a_stop():
+    """``ray.shutdown`` resets SIGTERM to "terminate" underneath Python; ``Cluster.shutdown`` installs the handler
+    again, so a co-evolution signalled between its rounds' jobs (while it rolls out or refits) stops after the
+    round. In a child process, which the regression would kill (exit -15)."""
+    script = textwrap.dedent("""
+        import os, signal
+        from policy_and_value.config.schema import ClusterConfig
+        from policy_and_value.runner.stop import reclaim_sigterm, stop_on_sigterm
+        from policy_and_value.runtime.cluster import Cluster
+        with stop_on_sigterm() as stop:
+            cluster = Cluster.start(ClusterConfig())
+            reclaim_sigterm()  # as the runner's setup does
+            cluster.shutdown()
+            os.kill(os.getpid(), signal.SIGTERM)
+            print("stop requested:", stop.requested)
+        cluster = Cluster.start(ClusterConfig())  # no handler of ours: ray's goes with Ray, a SIGTERM terminates
+        cluster.shutdown()
+        print("handler after Ray:", signal.getsignal(signal.SIGTERM))
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "stop requested: True" in done.stdout
+    assert f"handler after Ray: {signal.SIG_DFL}" in done.stdout
 
 
 def test_train_command_reports_where_to_resume(monkeypatch, capsys):

@@ -288,6 +288,30 @@ def test_a_resumed_coevolution_keeps_its_finished_rounds_and_adds_more(recorded_
     assert len((root / "rounds.jsonl").read_text().splitlines()) == 2
 
 
+def test_a_stop_during_a_refit_ends_after_the_round(recorded_rounds, real_world, tmp_path, monkeypatch):
+    """A SIGTERM while round 1 refits (after RL's job, whose Ray stopped) lets the round finish and be recorded,
+    then stops with the round's checkpoint to resume from; round 2 never starts."""
+    import signal
+
+    from policy_and_value.runner import coevolution
+    from policy_and_value.runner.stop import JobStopped
+
+    cfg, calls = recorded_rounds
+    recorded_refit = coevolution.refit
+
+    def refit(*args):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return recorded_refit(*args)
+
+    monkeypatch.setattr(coevolution, "refit", refit)
+    with pytest.raises(JobStopped) as err:
+        coevolution.run_coevolution(cfg)
+    checkpoint = str(tmp_path / "co" / "checkpoints" / "global_step_1")
+    assert str(err.value) == f"stopped by SIGTERM after step 1: continue with runner.resume_dir={checkpoint}"
+    lines = (tmp_path / "co" / "coevolution" / "rounds.jsonl").read_text().splitlines()
+    assert [json.loads(x)["round"] for x in lines] == [1] and len(calls["jobs"]) == 1
+
+
 def test_rounds_of_plans_only_replay_what_the_round_imagined(recorded_rounds, real_world, tmp_path):
     """``plans_per_task`` without real rollouts: each round's plans are imagined in the state model that round
     trained in, their replayed steps are the round's real env steps, and a resumed run merges them again."""
