@@ -66,6 +66,10 @@ class StateTrainConfig(Strict):
     # all: every part learns; reward_head (needs init_model_dir): only the reward head, added to the
     # initial model if it has none; its states, success classifier and renderer stay as they are
     parts: Literal["all", "reward_head"] = "all"
+    # the episode datasets (as the merged data's merged_from names them) whose windows make focus_fraction of
+    # every batch, the rest drawn from all windows: a warm refit that learns from a few new episodes among many
+    focus_sources: list[str] = Field(default_factory=list)
+    focus_fraction: float = Field(0.0, ge=0.0, lt=1.0)
     log_interval: int = Field(250, ge=1)
     seed: int = 0
     # auto: the GPU when one is visible, else the CPU; the model is written the same either way

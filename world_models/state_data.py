@@ -18,7 +18,7 @@ class StateWindows:
 
     def __init__(self, episodes, indices: list[int], chunk: int, horizon: int, state_type: str = "full"):
         self.steps = chunk * horizon
-        states, actions, rewards, success, valid, starts, prompts = [], [], [], [], [], [], []
+        states, actions, rewards, success, valid, starts, prompts, sources = [], [], [], [], [], [], [], []
         offset = 0
         for i in indices:
             acts = episodes.read(i, "actions").astype(np.float32)  # no frames are read
@@ -36,6 +36,7 @@ class StateWindows:
             valid.append(np.concatenate([np.ones(t_len, np.float32), np.zeros(pad + 1, np.float32)]))
             starts += [offset + t for t in range(t_len)]
             prompts += [episodes.entries[i]["prompt"]] * t_len
+            sources += [episodes.entries[i].get("merged_from")] * t_len
             offset += t_len + 1 + pad
         if not starts:
             raise ValueError("no windows: the selected episodes have no actions")
@@ -46,9 +47,16 @@ class StateWindows:
         self.valid = torch.from_numpy(np.concatenate(valid))
         self.starts = torch.tensor(starts)
         self.prompts = np.array(prompts, dtype=object)
+        # each window's dataset before a merge (None: unmerged data)
+        self.sources = np.array(sources, dtype=object)
 
     def __len__(self) -> int:
         return len(self.starts)
+
+    def windows_from(self, sources: list[str]) -> torch.Tensor:
+        """The indices of the windows whose episodes were merged from one of ``sources``."""
+        wanted = set(sources)
+        return torch.from_numpy(np.flatnonzero([s in wanted for s in self.sources]))
 
     def batch(self, index: torch.Tensor) -> dict[str, torch.Tensor | list[str]]:
         """For windows ``index`` (any shape I): ``state`` [I, S] at the start, ``actions`` [I, H*C, A],

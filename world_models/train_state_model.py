@@ -58,6 +58,7 @@ def check_job(job: StateModelJob) -> None:
             "render.dynamics_model_dir", job.render.dynamics_model_dir,
             "train.parts=reward_head keeps the initial model's renderer: set it to null",
         )  # fmt: skip
+    check_focus(job)
 
 
 def rollout_losses(model, batch: dict, horizon: int, pos_weight: float) -> dict[str, torch.Tensor]:
@@ -254,6 +255,28 @@ def fit_reward_std(model, data) -> None:
     model.reward_std.fill_(float(data.rewards[data.valid > 0].std().clamp(min=1e-6)))
 
 
+def check_focus(job: StateModelJob) -> None:
+    """``train.focus_sources``: datasets the data was merged from, with episodes in the training split."""
+    from toolkits.episodes import EpisodeDataset, split_episodes
+
+    if not job.train.focus_fraction:
+        return
+    if not job.train.focus_sources:
+        raise _fail(
+            "train.focus_fraction", job.train.focus_fraction, "draws from train.focus_sources: name them"
+        )
+    entries = EpisodeDataset(job.data.path, tasks=job.data.tasks).entries
+    merged = {e.get("merged_from") for e in entries}
+    for source in job.train.focus_sources:
+        if source not in merged:
+            raise _fail("train.focus_sources", source, f"not a dataset {job.data.path} was merged from")
+    train_ids, _ = split_episodes(entries, job.data.holdout_fraction, job.train.seed)
+    if not any(entries[i].get("merged_from") in job.train.focus_sources for i in train_ids):
+        raise _fail(
+            "train.focus_sources", job.train.focus_sources, "none of their episodes is in the training split"
+        )
+
+
 def train_state_model(job: StateModelJob, log=print) -> Path:
     """Train and write ``<output_dir>/model``; returns that directory."""
     from policy_and_value.algorithms.lr_schedule import warmup_cosine_lambda
@@ -270,6 +293,8 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
     chunk, horizon = job.model.action_chunk, job.train.horizon
     data = StateWindows(episodes, train_ids, chunk, horizon, job.data.state_type)
     held = StateWindows(episodes, held_ids, chunk, horizon, job.data.state_type) if held_ids else None
+    focus = data.windows_from(job.train.focus_sources)
+    n_focus = round(job.train.focus_fraction * job.train.batch_size)
     prompts = sorted({e["prompt"] for e in episodes.entries})
     dynamics = None  # the renderer's target latents' model, loaded once (diffusers is imported only for one)
     if job.render.dynamics_model_dir:
@@ -313,9 +338,15 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
     k = model.cfg.ensemble_size
     log(f"state model: {len(data)} windows from {len(train_ids)} episodes ({int(positives)} successes), "
         f"{len(held_ids)} held out; {k} members, {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, on {device}")  # fmt: skip
+    if n_focus:
+        log(f"state model: {n_focus} of every {job.train.batch_size} windows from {len(focus)} of "
+            f"{', '.join(job.train.focus_sources)}")  # fmt: skip
     start = time.time()
     for step in range(1, job.train.steps + 1):
-        batch = tensors_to(data.batch(torch.randint(0, len(data), (k, job.train.batch_size))), device)
+        index = torch.randint(0, len(data), (k, job.train.batch_size))
+        if n_focus:
+            index[:, :n_focus] = focus[torch.randint(0, len(focus), (k, n_focus))]
+        batch = tensors_to(data.batch(index), device)
         losses = rollout_losses(model, batch, horizon, pos_weight)
         if job.train.parts == "reward_head":
             loss = losses["reward"]

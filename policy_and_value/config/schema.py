@@ -300,6 +300,9 @@ class CoevolutionConfig(Strict):
         None  # the episodes the state model was trained on; refits add each round's
     )
     refit_steps: int = Field(300, ge=1)  # state-model (and renderer) training steps per refit, warm-started
+    # the share of each refit batch of the state model drawn from the rounds' episodes (0: uniform over all its
+    # data, where a round's 12 rollouts are 2% of state_model_data's 540 episodes); the renderer stays uniform
+    refit_focus: float = Field(0.0, ge=0.0, lt=1.0)
     dynamics_refit_steps: int = Field(0, ge=0)  # > 0: also fine-tune the dynamics model's denoiser per round
 
 

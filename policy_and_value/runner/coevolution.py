@@ -10,8 +10,9 @@ rounds of
    then replayed open loop in Meta-World (``round_<r>/plans``: what the actions imagination led it to
    really do, where the model is wrong about this policy; ``toolkits.collect_episodes --imagine``);
 3. a warm-started refit of the state model (and its renderer) on its training episodes plus every real
-   episode so far (``refit_steps``; the renderer's VAE latents are cached in ``coevolution/latent_cache``, so
-   a refit encodes only the new episodes), and optionally of the dynamics model's denoiser.
+   episode so far (``refit_steps``; ``refit_focus`` of each state-model batch from the rounds' episodes; the
+   renderer's VAE latents are cached in ``coevolution/latent_cache``, so a refit encodes only the new
+   episodes), and optionally of the dynamics model's denoiser.
 
 The real env steps of every round (the rollouts' and replayed plans' actions; evaluation episodes are measurement and do not
 feed training) are counted, printed, logged to TensorBoard (``coevolution/*`` against the training step)
@@ -173,8 +174,11 @@ def collect_round(
     }
 
 
-def refit(cfg: JobConfig, data: str, state_model: str, dynamics: str, out: str) -> tuple[str, str]:
-    """Warm-started refits on ``data``; returns the new state model and dynamics model directories."""
+def refit(
+    cfg: JobConfig, data: str, state_model: str, dynamics: str, out: str, rounds_data: list[str]
+) -> tuple[str, str]:
+    """Warm-started refits on ``data``, ``coevolution.refit_focus`` of each state-model batch from the episodes
+    merged from ``rounds_data``; returns the new state model and dynamics model directories."""
     from world_models.config import StateModelJob, WMDataConfig, WMTrainConfig, WorldModelJob
     from world_models.state_model import StateModelConfig
     from world_models.train import train_world_model
@@ -184,7 +188,8 @@ def refit(cfg: JobConfig, data: str, state_model: str, dynamics: str, out: str) 
     renders = bool(StateModelConfig.load(os.path.join(state_model, "config.json")).latent_shape)
     job = StateModelJob.model_validate({
         "data": {"path": data, "tasks": list(train.tasks), "state_type": train.state_type},
-        "train": {"steps": co.refit_steps, "seed": cfg.runner.seed},
+        "train": {"steps": co.refit_steps, "seed": cfg.runner.seed,
+                  "focus_sources": rounds_data if co.refit_focus else [], "focus_fraction": co.refit_focus},
         "render": {"dynamics_model_dir": dynamics if renders else None, "steps": co.refit_steps,
                    "latent_cache": os.path.join(os.path.dirname(out), "latent_cache")},
         "init_model_dir": state_model, "output_dir": os.path.join(out, "state_model"),
@@ -258,7 +263,7 @@ def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
             datasets.extend(round_data(here))
             merged = os.path.join(here, "data")
             merge_datasets(datasets, merged)
-            state_model, dynamics = refit(cfg, merged, state_model, dynamics, here)
+            state_model, dynamics = refit(cfg, merged, state_model, dynamics, here, datasets[1:])
             total += real["real_env_steps"]
             record = {"round": r + 1, "step": runner.global_step, **real, "real_env_steps_total": total,
                       "checkpoint": resume, "state_model": state_model, "dynamics_model": dynamics,

@@ -76,7 +76,7 @@ def test_rounds_train_collect_refit_and_count_real_steps(real_world, tmp_path, c
     cfg = load_config(
         "ppo_pi0_metaworld",
         [*_overrides(real_world), *MIXED, f"runner.logger.log_path={tmp_path}", "runner.logger.experiment_name=co",
-         "coevolution.plans_per_task=1"],
+         "coevolution.plans_per_task=1", "coevolution.refit_focus=0.5"],
     )  # fmt: skip
     with shared_ray_job():  # the rounds' jobs share this process's Ray (tests/runtime/jobs.py)
         records = run_coevolution(cfg)
@@ -233,7 +233,8 @@ def recorded_rounds(real_world, tmp_path, monkeypatch):
         )
         return {"env_steps": 10, "episodes": 2, "success": 0.5}
 
-    def refit(cfg, data, state_model, dynamics, out):
+    def refit(cfg, data, state_model, dynamics, out, rounds_data):
+        calls.setdefault("focus", []).append(list(rounds_data))
         os.makedirs(os.path.join(out, "state_model"))
         return os.path.join(out, "state_model"), dynamics
 
@@ -276,6 +277,7 @@ def test_a_resumed_coevolution_keeps_its_finished_rounds_and_adds_more(recorded_
         [str(root / f"round_{r}" / "episodes") for r in (1, 2, 3)],
     )
     assert calls["merged"][-1] == [base, *episodes]
+    assert calls["focus"][-1] == episodes  # the refit's focus: every round's episodes, not the base data
     # back to step 1: round 1 kept, rounds 2 and 3 made anew (round 2's old folder cleared first)
     (root / "round_2" / "stale").write_text("from the attempt before")
     records = run_coevolution(_resumed(cfg, 1, rounds=3))

@@ -22,6 +22,7 @@ from world_models.train_state_model import main
 
 SMALL = ["model.hidden=32", "model.layers=2", "model.ensemble_size=3", "train.batch_size=16",
          "train.horizon=2", "train.log_interval=1", "train.warmup_steps=0"]  # fmt: skip
+VIEWS = {"cameras": ["corner", "gripperPOV"], "image_size": 32}  # as collected episodes record them
 
 
 def _model(**kw) -> StateModel:
@@ -52,7 +53,7 @@ def rule_episodes(tmp_path_factory) -> str:
             if success[-1]:
                 break
         t = len(actions)
-        meta = {"prompt": PROMPTS[task], "task": task, "success_once": bool(success[-1])}
+        meta = {"prompt": PROMPTS[task], "task": task, "success_once": bool(success[-1]), **VIEWS}
         images = rng.integers(0, 255, size=(t + 1, 2, 32, 32, 3), dtype=np.uint8)
         rewards = np.array([10 * x[0] + 2 for x in states[1:]], np.float32)
         writer.write(Episode(images, np.stack(states), np.stack(actions), rewards, np.array(success), meta))
@@ -218,6 +219,55 @@ def test_a_reward_head_is_added_to_a_saved_model_and_trained_alone(rule_episodes
         "train.parts='reward_head': trains a head on a saved model: set init_model_dir"
         in capsys.readouterr().err
     )
+
+
+def test_a_focused_refit_learns_the_few_new_episodes_the_uniform_one_drowns(rule_episodes, tmp_path, capsys):
+    """Six episodes in a new part of the state space where the world differs (the first entries move against the
+    action) merged among the 48: a warm refit drawing half of each batch from them predicts their states better
+    than one drawing uniformly, in the same steps."""
+    from toolkits.episodes.merge import merge_datasets
+    from world_models.train_state_model import evaluate
+
+    rng, writer = np.random.default_rng(1), EpisodeWriter(str(tmp_path / "new"), info=VIEWS)
+    for i in range(6):
+        task = list(PROMPTS)[i % 2]
+        states, actions = [rng.uniform(-0.2, 0.2, 6).astype(np.float32)], []
+        states[0][4] = 0.8  # a part of the state space the 48 never visit
+        for _ in range(24):
+            a = np.clip(rng.normal(0.0, 0.7, 4), -1, 1).astype(np.float32)
+            s = states[-1].copy()
+            s[:4] -= 0.05 * a
+            actions.append(a)
+            states.append(s)
+        images = np.zeros((25, 2, 32, 32, 3), np.uint8)
+        meta = {"prompt": PROMPTS[task], "task": task, "success_once": False, **VIEWS}
+        writer.write(Episode(images, np.stack(states), np.stack(actions), np.zeros(24, np.float32),
+                             np.zeros(24, bool), meta))  # fmt: skip
+    writer.close({})
+    merge_datasets([rule_episodes, str(tmp_path / "new")], str(tmp_path / "merged"))
+    args = ["data.holdout_fraction=0", *SMALL, "train.lr=3e-3"]
+    assert (
+        main([*args, f"data.path={rule_episodes}", f"output_dir={tmp_path / 'base'}", "train.steps=200"]) == 0
+    )
+    warm = [*args, f"data.path={tmp_path / 'merged'}", f"init_model_dir={tmp_path / 'base' / 'model'}",
+            "train.steps=300"]  # fmt: skip
+    assert main([*warm, f"output_dir={tmp_path / 'uniform'}"]) == 0
+    capsys.readouterr()
+    focus = [f"train.focus_sources=[{tmp_path / 'new'}]", "train.focus_fraction=0.5"]
+    assert main([*warm, f"output_dir={tmp_path / 'focused'}", *focus]) == 0
+    assert f"8 of every 16 windows from 144 of {tmp_path / 'new'}" in capsys.readouterr().out
+    new = EpisodeDataset(str(tmp_path / "new"))
+    windows = StateWindows(new, list(range(len(new))), chunk=4, horizon=2)
+    rms = {
+        name: evaluate(StateModel.from_pretrained(tmp_path / name / "model"), windows, 2)["open_loop_rms"]
+        for name in ("uniform", "focused")
+    }
+    assert rms["focused"] < 0.7 * rms["uniform"], rms
+    # a focus without sources, or on a dataset the data was not merged from, stops before training
+    assert main([*warm, f"output_dir={tmp_path / 'x'}", "train.focus_fraction=0.5"]) == 2
+    assert "train.focus_fraction=0.5: draws from train.focus_sources" in capsys.readouterr().err
+    assert main([*warm, f"output_dir={tmp_path / 'x'}", *focus[1:], "train.focus_sources=[/elsewhere]"]) == 2
+    assert "train.focus_sources='/elsewhere': not a dataset" in capsys.readouterr().err
 
 
 def test_bad_config_is_one_line_and_exit_2(rule_episodes, tmp_path, capsys):
