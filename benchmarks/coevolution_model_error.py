@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     model_of = {0: args.initial}
     model_of.update({r: os.path.join(root, f"round_{r}", "state_model", "model") for r in rounds})
+    # each model is read once (up to three rounds score with it); warm refits keep the initial model's chunk
+    loaded = {0: StateModel.from_pretrained(args.initial).eval()}
+    chunk = loaded[0].cfg.action_chunk
     keys = ("open_loop_rms", "stays_rms", "hand_error_m", "success_auc_real_states", "success_auc_predicted_states",
             "reward_r2_real_states", "reward_r2_predicted_states")  # fmt: skip
     print(f"| round | rollouts (windows) | model | {' | '.join(keys)} |")
@@ -45,13 +48,14 @@ def main(argv: list[str] | None = None) -> None:
         if not os.path.isdir(episodes_dir) or not os.path.isfile(os.path.join(model_of[r], "config.json")):
             continue
         episodes = EpisodeDataset(episodes_dir)
+        windows = StateWindows(episodes, list(range(len(episodes))), chunk, args.horizon)
         scored = [("initial", 0), (f"after round {r - 1}", r - 1), (f"after round {r}", r)]
         if r == 1:  # round 1's RL trained in the initial model
             del scored[1]
         for label, m in scored:
-            model = StateModel.from_pretrained(model_of[m]).eval()
-            windows = StateWindows(episodes, list(range(len(episodes))), model.cfg.action_chunk, args.horizon)
-            found = evaluate(model, windows, args.horizon, samples=args.samples)
+            if m not in loaded:
+                loaded[m] = StateModel.from_pretrained(model_of[m]).eval()
+            found = evaluate(loaded[m], windows, args.horizon, samples=args.samples)
             row = " | ".join(f"{found[k]:.3f}" if k in found else "" for k in keys)
             print(f"| {r} | {len(episodes)} ({len(windows)}) | {label} | {row} |", flush=True)
 

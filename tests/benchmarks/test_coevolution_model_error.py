@@ -3,45 +3,24 @@ trained in and the model refitted on them."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from tests.benchmark_scripts import load_benchmark
-from tests.world_models.conftest import PROMPTS
-from toolkits.episodes import Episode, EpisodeWriter
+from tests.world_models.conftest import write_drift_episodes
 from world_models.train_state_model import main as train
 
-VIEWS = {"cameras": ["corner", "gripperPOV"], "image_size": 32}
 SMALL = ["model.hidden=32", "model.layers=2", "model.ensemble_size=2", "train.batch_size=16", "train.horizon=2",
          "train.warmup_steps=0", "train.lr=3e-3", "data.holdout_fraction=0"]  # fmt: skip
-
-
-def _episodes(root: str, sign: float, seed: int, n: int = 8) -> str:
-    """Episodes whose first state entries move by sign x 0.05 x the action; never solved."""
-    rng, writer = np.random.default_rng(seed), EpisodeWriter(root, info=VIEWS)
-    for i in range(n):
-        task = list(PROMPTS)[i % 2]
-        states, actions = [rng.uniform(-0.2, 0.2, 6).astype(np.float32)], []
-        for _ in range(16):
-            actions.append(np.clip(rng.normal(0.0, 0.7, 4), -1, 1).astype(np.float32))
-            states.append(states[-1].copy())
-            states[-1][:4] += sign * 0.05 * actions[-1]
-        meta = {"prompt": PROMPTS[task], "task": task, "success_once": False, **VIEWS}
-        writer.write(Episode(np.zeros((17, 2, 32, 32, 3), np.uint8), np.stack(states), np.stack(actions),
-                             np.zeros(16, np.float32), np.zeros(16, bool), meta))  # fmt: skip
-    writer.close({})
-    return root
 
 
 def test_each_rounds_rollouts_are_scored_by_the_models_before_and_after_its_refit(tmp_path, capsys):
     """The initial model learnt one world; round 1's rollouts come from the reversed one, and the model refitted on
     them predicts them better than the initial one; round 2's rows score the model round 1 left, too."""
     bench = load_benchmark("coevolution_model_error")
-    base = _episodes(str(tmp_path / "base"), 1.0, 0)
+    base = write_drift_episodes(str(tmp_path / "base"), 1.0, seed=0, n=8, steps=16)
     assert train([*SMALL, f"data.path={base}", f"output_dir={tmp_path / 'initial'}", "train.steps=150"]) == 0
     root = tmp_path / "run" / "coevolution"
     for r in (1, 2):
         here = root / f"round_{r}"
-        data = _episodes(str(here / "episodes"), -1.0, r)
+        data = write_drift_episodes(str(here / "episodes"), -1.0, seed=r, n=8, steps=16)
         assert train([*SMALL, f"data.path={data}", f"output_dir={here / 'state_model'}", "train.steps=150",
                       f"init_model_dir={tmp_path / 'initial' / 'model'}"]) == 0  # fmt: skip
     capsys.readouterr()

@@ -13,7 +13,7 @@ import torch
 
 from policy_and_value.config import ConfigError, load_config
 from policy_and_value.envs import make_env
-from tests.world_models.conftest import PROMPTS, tiny_dynamics
+from tests.world_models.conftest import PROMPTS, VIEWS, tiny_dynamics, write_drift_episodes
 from tests.world_models.test_env import _actions, _cfg
 from toolkits.episodes import Episode, EpisodeDataset, EpisodeWriter
 from world_models.state_data import StateWindows
@@ -22,7 +22,6 @@ from world_models.train_state_model import main
 
 SMALL = ["model.hidden=32", "model.layers=2", "model.ensemble_size=3", "train.batch_size=16",
          "train.horizon=2", "train.log_interval=1", "train.warmup_steps=0"]  # fmt: skip
-VIEWS = {"cameras": ["corner", "gripperPOV"], "image_size": 32}  # as collected episodes record them
 
 
 def _model(**kw) -> StateModel:
@@ -228,22 +227,9 @@ def test_a_focused_refit_learns_the_few_new_episodes_the_uniform_one_drowns(rule
     from toolkits.episodes.merge import merge_datasets
     from world_models.train_state_model import evaluate
 
-    rng, writer = np.random.default_rng(1), EpisodeWriter(str(tmp_path / "new"), info=VIEWS)
-    for i in range(6):
-        task = list(PROMPTS)[i % 2]
-        states, actions = [rng.uniform(-0.2, 0.2, 6).astype(np.float32)], []
-        states[0][4] = 0.8  # a part of the state space the 48 never visit
-        for _ in range(24):
-            a = np.clip(rng.normal(0.0, 0.7, 4), -1, 1).astype(np.float32)
-            s = states[-1].copy()
-            s[:4] -= 0.05 * a
-            actions.append(a)
-            states.append(s)
-        images = np.zeros((25, 2, 32, 32, 3), np.uint8)
-        meta = {"prompt": PROMPTS[task], "task": task, "success_once": False, **VIEWS}
-        writer.write(Episode(images, np.stack(states), np.stack(actions), np.zeros(24, np.float32),
-                             np.zeros(24, bool), meta))  # fmt: skip
-    writer.close({})
+    write_drift_episodes(
+        str(tmp_path / "new"), -1.0, seed=1, n=6, steps=24, start_4=0.8
+    )  # unvisited by the 48
     merge_datasets([rule_episodes, str(tmp_path / "new")], str(tmp_path / "merged"))
     args = ["data.holdout_fraction=0", *SMALL, "train.lr=3e-3"]
     assert (
