@@ -303,6 +303,9 @@ class CoevolutionConfig(Strict):
     # the share of each refit batch of the state model drawn from the rounds' episodes (0: uniform over all its
     # data, where a round's 12 rollouts are 2% of state_model_data's 540 episodes); the renderer stays uniform
     refit_focus: float = Field(0.0, ge=0.0, lt=1.0)
+    # the renderer's cache of VAE latents (null: <log_dir>/coevolution/latent_cache); one folder shared by runs on
+    # the same data (seeds, arms) encodes its episodes once, where each run would spend its first refit on them
+    latent_cache: str | None = None
     dynamics_refit_steps: int = Field(0, ge=0)  # > 0: also fine-tune the dynamics model's denoiser per round
 
 

@@ -11,8 +11,8 @@ rounds of
    really do, where the model is wrong about this policy; ``toolkits.collect_episodes --imagine``);
 3. a warm-started refit of the state model (and its renderer) on its training episodes plus every real
    episode so far (``refit_steps``; ``refit_focus`` of each state-model batch from the rounds' episodes; the
-   renderer's VAE latents are cached in ``coevolution/latent_cache``, so a refit encodes only the new
-   episodes), and optionally of the dynamics model's denoiser.
+   renderer's VAE latents are cached in ``coevolution/latent_cache`` or ``coevolution.latent_cache``, so a refit
+   encodes only the episodes no refit encoded before), and optionally of the dynamics model's denoiser.
 
 The real env steps of every round (the rollouts' and replayed plans' actions; evaluation episodes are measurement and do not
 feed training) are counted, printed, logged to TensorBoard (``coevolution/*`` against the training step)
@@ -191,7 +191,7 @@ def refit(
         "train": {"steps": co.refit_steps, "seed": cfg.runner.seed,
                   "focus_sources": rounds_data if co.refit_focus else [], "focus_fraction": co.refit_focus},
         "render": {"dynamics_model_dir": dynamics if renders else None, "steps": co.refit_steps,
-                   "latent_cache": os.path.join(os.path.dirname(out), "latent_cache")},
+                   "latent_cache": co.latent_cache or os.path.join(os.path.dirname(out), "latent_cache")},
         "init_model_dir": state_model, "output_dir": os.path.join(out, "state_model"),
     })  # fmt: skip
     new_state = str(train_state_model(job, log=lambda *_: None))

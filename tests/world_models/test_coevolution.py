@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -168,6 +169,28 @@ def test_coevolution_keys_are_checked_before_start(real_world, tmp_path):
                 "env.train.frames_from=dynamics",
                 "env.train.outcome_source=frames",
             ],
+        )
+
+
+def test_runs_share_a_latent_cache_and_encode_each_episode_once(real_world, tmp_path):
+    """With ``coevolution.latent_cache`` two runs' refits on the same data share one folder: the second run's
+    refit reads every entry the first wrote and encodes nothing, and neither run keeps a cache of its own."""
+    from policy_and_value.runner.coevolution import refit
+
+    shared, world = tmp_path / "latents", real_world
+    cfg = load_config("ppo_pi0_metaworld", [*_overrides(world), f"coevolution.latent_cache={shared}"])
+    refit(cfg, world["data"], world["state"], world["dynamics"], str(tmp_path / "a" / "round_1"), [])
+    (vae,) = list(shared.iterdir())
+    written = {p.name: p.stat().st_mtime_ns for p in vae.iterdir()}
+    index = json.loads((Path(world["data"]) / "index.json").read_text())
+    assert len(written) == len(index["episodes"])
+    refit(cfg, world["data"], world["state"], world["dynamics"], str(tmp_path / "b" / "round_1"), [])
+    assert {p.name: p.stat().st_mtime_ns for p in vae.iterdir()} == written  # read back, none written again
+    assert not (tmp_path / "a" / "latent_cache").exists() and not (tmp_path / "b" / "latent_cache").exists()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match=r"coevolution.latent_cache='.*/file': a folder for the renderer's"):
+        load_config(
+            "ppo_pi0_metaworld", [*_overrides(real_world), f"coevolution.latent_cache={tmp_path / 'file'}"]
         )
 
 

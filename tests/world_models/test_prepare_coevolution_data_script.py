@@ -49,6 +49,7 @@ def test_the_script_merges_three_policies_rollouts_and_the_recipe_takes_them(tmp
             "coevolution.real_episodes_per_task=4",
             f"coevolution.state_model_data={out}/data",
             "coevolution.refit_steps=300",
+            "coevolution.latent_cache=data/coevolution20_both/latent_cache",  # time only: the same latents
             "runner.logger.experiment_name=rl_metaworld_coevolution_critic_20demo",
         ],
     )
