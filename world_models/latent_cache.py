@@ -35,6 +35,14 @@ def encoder_fingerprint(dynamics) -> str:
     return tensors_fingerprint(tensors, f"image_size={dynamics.cfg.image_size}:dtype={dynamics.dtype}")
 
 
+def check_cache_dir(key: str, path: str | None) -> None:
+    """A ``ConfigError`` naming ``key`` when ``path`` is a file: the cache is a folder (made when missing)."""
+    from policy_and_value.config.errors import config_error
+
+    if path is not None and os.path.exists(path) and not os.path.isdir(path):
+        raise config_error(key, path, "a folder for the renderer's latents (this is a file)")
+
+
 def file_fingerprint(path: str) -> str:
     """A hex digest of the file's bytes."""
     digest = hashlib.sha1()

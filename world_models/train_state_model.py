@@ -42,6 +42,8 @@ def training_device(choice: str) -> torch.device:
 
 def check_job(job: StateModelJob) -> None:
     """Paths and tasks, one line each, before data is loaded."""
+    from world_models.latent_cache import check_cache_dir
+
     check_episode_data(job.data.path, job.data.tasks)
     for key, path in (
         ("init_model_dir", job.init_model_dir),
@@ -58,6 +60,7 @@ def check_job(job: StateModelJob) -> None:
             "render.dynamics_model_dir", job.render.dynamics_model_dir,
             "train.parts=reward_head keeps the initial model's renderer: set it to null",
         )  # fmt: skip
+    check_cache_dir("render.latent_cache", job.render.latent_cache)
     check_focus(job)
 
 

@@ -149,12 +149,9 @@ def check_coevolution(cfg: JobConfig) -> None:
             data,
             "the episodes the state model was trained on (a dataset with index.json)",
         )
-    if co.latent_cache is not None and os.path.exists(co.latent_cache) and not os.path.isdir(co.latent_cache):
-        raise config_error(
-            "coevolution.latent_cache",
-            co.latent_cache,
-            "a folder for the renderer's latents (this is a file)",
-        )
+    from world_models.latent_cache import check_cache_dir
+
+    check_cache_dir("coevolution.latent_cache", co.latent_cache)  # before round 1's RL, not at its refit
     # each refit trains on these episodes with the world-model env's tasks: a missing one would fail after round 1's RL
     check_episode_data(data, list(world.tasks), "coevolution.state_model_data", "env.train.tasks")
     if cfg.runner.resume_dir:  # a checkpoint that cannot continue this log dir's rounds

@@ -262,6 +262,10 @@ def test_bad_config_is_one_line_and_exit_2(rule_episodes, tmp_path, capsys):
     assert main([f"data.path={rule_episodes}", "render.dynamics_model_dir=/nowhere"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "render.dynamics_model_dir" in err
+    (tmp_path / "file").write_text("")  # a cache that is a file stops before training, not at the renderer
+    assert main([f"data.path={rule_episodes}", f"render.latent_cache={tmp_path / 'file'}"]) == 2
+    err = capsys.readouterr().err
+    assert "render.latent_cache='" in err and "a folder for the renderer's latents (this is a file)" in err
     assert main([f"data.path={rule_episodes}", "train.horizon=0"]) == 2
     assert "train.horizon" in capsys.readouterr().err
     assert main([f"data.path={rule_episodes}", "train.device=tpu"]) == 2
