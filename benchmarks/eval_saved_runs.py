@@ -18,7 +18,7 @@ import argparse
 from imagination_gain import evaluate
 
 from policy_and_value.config import load_config
-from toolkits.atomic import write_json_atomically
+from toolkits.base.atomic import write_json_atomically
 from toolkits.ckpt_convertor.export_policy import ExportError, resolve_checkpoint
 
 
@@ -42,7 +42,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0, help="the evaluation's noise and layout draws")
     p.add_argument("--episodes", type=int, default=50, help="per task")
     p.add_argument("--out", default=None, help="write the results as JSON here")
-    from policy_and_value.config.cli import parse_with_overrides
+    from toolkits.base.cli import parse_with_overrides
 
     args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
     weights = {run: None if run == "imitation" else latest_weights(run) for run in args.runs}  # checked first

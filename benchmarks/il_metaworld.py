@@ -34,10 +34,10 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
 
-    from policy_and_value.config.load import compose_config
     from policy_and_value.offline.config import SFTConfig
     from policy_and_value.offline.evaluate import evaluate_in_metaworld
     from policy_and_value.offline.train_sft import train_sft
+    from toolkits.base.compose import compose_config
     from toolkits.collect_episodes import collect
     from toolkits.episodes import EpisodeWriter
 

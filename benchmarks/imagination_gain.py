@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from toolkits.atomic import write_json_atomically
+from toolkits.base.atomic import write_json_atomically
 
 CONTROLS = {  # overrides of each control arm ({chunk}: env.train.num_action_chunks)
     "withhold": ["algorithm.advantage_dropout=1.0"],
@@ -167,12 +167,12 @@ def train(cfg) -> tuple[list[tuple[int, str]], float, dict[int, int]]:
     weights) of every checkpoint saved, the last one last; wall seconds; the real-env steps used up to
     each of those checkpoints)."""
     from policy_and_value.runner import run_job
-    from policy_and_value.runner.checkpoint import checkpoint_step
-    from policy_and_value.runner.coevolution import real_env_steps_by_step
+    from toolkits.base.checkpoint import checkpoint_step
+    from toolkits.recipes.coevolution import real_env_steps_by_step
 
     start = time.time()
     if cfg.coevolution.rounds > 0:  # co-evolution: every round's checkpoint, the real steps it used so far
-        from policy_and_value.runner.coevolution import run_coevolution
+        from toolkits.recipes.coevolution import run_coevolution
 
         records = run_coevolution(cfg)
         saved = [(r["step"], os.path.join(r["checkpoint"], "rollout", "model.safetensors")) for r in records]
@@ -202,7 +202,7 @@ def main() -> None:
         "--arm-name", default="world model", help="label of the config's own arm (e.g. 'Meta-World' when the "
         "overrides train it there)"
     )  # fmt: skip
-    from policy_and_value.config.cli import parse_with_overrides
+    from toolkits.base.cli import parse_with_overrides
 
     args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
 

@@ -130,7 +130,7 @@ def main() -> None:
         "--open-loop", action="store_true",
         help="also the best success of a scripted press at one fixed (x, y) for every button layout (7x7 grid, 1 cm)",
     )  # fmt: skip
-    from policy_and_value.config.cli import parse_with_overrides
+    from toolkits.base.cli import parse_with_overrides
 
     args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
     weights = {run: None if run == "imitation" else latest_weights(run) for run in args.runs}  # checked first

@@ -72,7 +72,7 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=4)
     p.add_argument("--episode-steps", type=int, default=150)
     p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES[:3]))
-    from policy_and_value.config.cli import parse_with_overrides
+    from toolkits.base.cli import parse_with_overrides
 
     args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
 

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from toolkits.metrics import auc
+from toolkits.base.metrics import auc
 
 
 def main() -> None:
@@ -34,11 +34,11 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
 
-    from policy_and_value.config.load import compose_config
     from reward_models.config import RewardModelJob
     from reward_models.modeling import FrameScorer
     from reward_models.targets import progress_labels
     from reward_models.train import train_reward_model
+    from toolkits.base.compose import compose_config
     from toolkits.episodes import EpisodeDataset, split_episodes
 
     start = time.time()

@@ -62,7 +62,7 @@ import torch
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from toolkits.metrics import auc  # noqa: E402
+from toolkits.base.metrics import auc  # noqa: E402
 
 ARMS = ["imagined", "imagined, real actions", "zero actions", "start frame", "reward model, real frames"]
 STATE_ARM = "success classifier, real states"  # with a state model (env.train.state_model_config)
@@ -267,7 +267,7 @@ def main() -> None:
     p.add_argument("--starts-per-round", type=int, default=3, help="starts per task played at once")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
-    from policy_and_value.config.cli import parse_with_overrides
+    from toolkits.base.cli import parse_with_overrides
 
     args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
     torch.set_num_threads(args.threads)

@@ -44,6 +44,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
+    import world_models.env  # noqa: F401 - registers env_type world_model
     from policy_and_value.config.schema import EnvConfig
     from policy_and_value.envs import make_env
     from reward_models import FrameScorer, RewardModelConfig

@@ -15,7 +15,9 @@ USAGE = "usage: bash scripts/run_embodiment.sh CONFIG [key=value ...]"
 
 
 def main(argv: list[str] | None = None) -> int:
-    from policy_and_value.config import ConfigError, available_configs, load_config
+    from policy_and_value.config import load_config
+    from toolkits.base.compose import available_configs
+    from toolkits.base.errors import ConfigError
 
     args = list(sys.argv[1:] if argv is None else argv)
     validate_only = (
@@ -31,6 +33,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args else 2
     try:
         cfg = load_config(args[0], args[1:])
+        if cfg.coevolution.rounds > 0:
+            from toolkits.recipes.coevolution_checks import check_coevolution
+
+            check_coevolution(cfg)
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 2
@@ -46,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if cfg.coevolution.rounds > 0:
-            from policy_and_value.runner.coevolution import run_coevolution
+            from toolkits.recipes.coevolution import run_coevolution
 
             run_coevolution(cfg)
         else:

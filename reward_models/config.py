@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from toolkits.base.schema import Strict
 
 
 class RewardDataConfig(Strict):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolkits.model_dir import read_config_json, write_config_json
+from toolkits.base.model_dir import read_config_json, write_config_json
 
 KINDS = ("progress", "success")
 

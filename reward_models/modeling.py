@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from reward_models.configuration import RewardModelConfig
-from toolkits.model_dir import ModelDirMixin
+from toolkits.base.model_dir import ModelDirMixin
 
 
 class FrameScorer(ModelDirMixin, nn.Module):

@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 
 from policy_and_value.config.data_checks import check_episode_data
-from policy_and_value.config.errors import config_error as _fail
 from reward_models.config import RewardModelJob
+from toolkits.base.errors import config_error as _fail
 
 MODEL_DIR = "model"
 
@@ -81,12 +81,12 @@ def check_job(job: RewardModelJob) -> None:
 def train_reward_model(job: RewardModelJob, log=print) -> Path:
     """Train and write ``<output_dir>/model``; returns that directory."""
     from policy_and_value.offline.augment import random_shift
-    from policy_and_value.runner.metric_logger import MetricLogger
     from reward_models.configuration import RewardModelConfig
     from reward_models.modeling import FrameScorer
     from reward_models.targets import td_targets
+    from toolkits.base.metric_logger import MetricLogger
+    from toolkits.base.model_dir import replace_dir_atomically
     from toolkits.episodes import EpisodeDataset, split_episodes
-    from toolkits.model_dir import replace_dir_atomically
 
     check_job(job)
     torch.manual_seed(job.train.seed)
@@ -144,7 +144,7 @@ def train_reward_model(job: RewardModelJob, log=print) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: compose ``configs/<CONFIG>.yaml`` (default ``reward/progress_tiny``) with overrides, train."""
-    from policy_and_value.config.cli import job_cli
+    from toolkits.base.cli import job_cli
 
     return job_cli(argv, "reward/progress_tiny", RewardModelJob, check_job, train_reward_model, __doc__)
 

@@ -40,7 +40,7 @@ def write_complete_checkpoint(step_dir: Path, step: int, weights: dict | None = 
     import torch.distributed.checkpoint as dcp
     from safetensors.torch import save_file
 
-    from policy_and_value.runner.checkpoint import save_runner_state
+    from toolkits.base.checkpoint import save_runner_state
 
     weights = weights if weights is not None else {"w": torch.zeros(2)}
     (step_dir / "rollout").mkdir(parents=True)

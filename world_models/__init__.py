@@ -5,7 +5,7 @@ Names are imported on first use, so the state model (torch alone) needs no diffu
 
 from __future__ import annotations
 
-from policy_and_value.lazy import lazy_exports
+from toolkits.base.lazy import lazy_exports
 
 __getattr__ = lazy_exports(
     __name__,

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from toolkits.base.schema import Strict
 
 
 class WMDataConfig(Strict):

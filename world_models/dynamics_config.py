@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolkits.model_dir import read_config_json, write_config_json
+from toolkits.base.model_dir import read_config_json, write_config_json
 
 
 @dataclass

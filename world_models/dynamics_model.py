@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from diffusers import AutoencoderKLLTXVideo, FlowMatchEulerDiscreteScheduler, LTXVideoTransformer3DModel
 from torch import nn
 
-from toolkits.model_dir import ModelDirMixin
+from toolkits.base.model_dir import ModelDirMixin
 from world_models.dynamics_config import DynamicsModelConfig
 
 

@@ -30,6 +30,7 @@ import torch
 
 from policy_and_value.config.schema import EnvConfig
 from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation, assign_tasks, time_left
+from policy_and_value.envs.registry import register_env
 from world_models.dynamics_config import frame_offsets
 from world_models.reset_episodes import load_reset_episodes
 
@@ -488,3 +489,6 @@ class WorldModelEnv(BatchedEnv):
         if self.video is not None:
             for i in range(self.num_envs):
                 self.video.finish(i)
+
+
+register_env("world_model", WorldModelEnv)  # env_type world_model: make_env builds it once this module is imported

@@ -37,7 +37,7 @@ def encoder_fingerprint(dynamics) -> str:
 
 def check_cache_dir(key: str, path: str | None) -> None:
     """A ``ConfigError`` naming ``key`` when ``path`` is a file: the cache is a folder (made when missing)."""
-    from policy_and_value.config.errors import config_error
+    from toolkits.base.errors import config_error
 
     if path is not None and os.path.exists(path) and not os.path.isdir(path):
         raise config_error(key, path, "a folder for the renderer's latents (this is a file)")

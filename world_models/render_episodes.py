@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from toolkits.atomic import directory_written_atomically
+from toolkits.base.atomic import directory_written_atomically
 from toolkits.episodes.format import Episode, EpisodeDataset, EpisodeWriter
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def main() -> None:
     )
     p.add_argument("--data", required=True, help="episode dataset to redraw")
     p.add_argument("--out", required=True, help="new directory")
-    from policy_and_value.config.cli import parse_with_overrides
+    from toolkits.base.cli import parse_with_overrides
 
     args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
     from policy_and_value.config import load_config

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from toolkits.model_dir import ModelDirMixin, read_config_json, write_config_json
+from toolkits.base.model_dir import ModelDirMixin, read_config_json, write_config_json
 
 
 @dataclass

@@ -20,8 +20,8 @@ from pathlib import Path
 import torch
 
 from policy_and_value.config.data_checks import check_episode_data
-from policy_and_value.config.errors import config_error as _fail
-from policy_and_value.workers.base import tensors_to
+from toolkits.base.errors import config_error as _fail
+from toolkits.base.tensors import tensors_to
 from world_models.config import WorldModelJob
 
 MODEL_DIR = "model"
@@ -45,13 +45,13 @@ def train_world_model(job: WorldModelJob, log=print) -> Path:
     """Train both stages and write ``<output_dir>/model``; returns that directory."""
     from accelerate import Accelerator
 
-    from policy_and_value.algorithms.lr_schedule import warmup_cosine_lambda
     from policy_and_value.envs.metaworld_tasks import select_state
-    from policy_and_value.runner.checkpoint import commit, load_runner_state, save_runner_state, temp_dir_for
-    from policy_and_value.runner.metric_logger import MetricLogger
-    from policy_and_value.workers.base import get_rng_state, seed_everything, set_rng_state
+    from toolkits.base.checkpoint import commit, load_runner_state, save_runner_state, temp_dir_for
+    from toolkits.base.lr_schedule import warmup_cosine_lambda
+    from toolkits.base.metric_logger import MetricLogger
+    from toolkits.base.model_dir import replace_dir_atomically
+    from toolkits.base.seeding import get_rng_state, seed_everything, set_rng_state
     from toolkits.episodes import EpisodeDataset, split_episodes
-    from toolkits.model_dir import replace_dir_atomically
     from world_models.data import ChunkTransitions
     from world_models.dynamics_config import make_config, with_overrides
     from world_models.dynamics_model import DynamicsModel
@@ -204,7 +204,7 @@ def heldout_loss(model, held, device, samples: int = 64, batch_size: int = 16) -
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: compose ``configs/<CONFIG>.yaml`` (default ``world_model/ltx_tiny``) with overrides, train."""
-    from policy_and_value.config.cli import job_cli
+    from toolkits.base.cli import job_cli
 
     return job_cli(argv, "world_model/ltx_tiny", WorldModelJob, check_job, train_world_model, __doc__)
 

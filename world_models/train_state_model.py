@@ -25,8 +25,8 @@ import torch
 import torch.nn.functional as F
 
 from policy_and_value.config.data_checks import check_episode_data
-from policy_and_value.config.errors import config_error as _fail
-from policy_and_value.workers.base import tensors_to
+from toolkits.base.errors import config_error as _fail
+from toolkits.base.tensors import tensors_to
 from world_models.config import StateModelJob
 
 MODEL_DIR = "model"
@@ -102,7 +102,7 @@ def rollout_losses(model, batch: dict, horizon: int, pos_weight: float) -> dict[
 def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> dict[str, float]:
     """Held-out windows: open-loop RMS error after ``horizon`` chunks (normalised, and hand position in
     metres) for the ensemble mean and for "the state stays"; success AUC on real and predicted states."""
-    from toolkits.metrics import auc
+    from toolkits.base.metrics import auc
 
     gen = torch.Generator().manual_seed(seed)
     index = torch.randperm(len(held), generator=gen)[:samples]
@@ -204,7 +204,7 @@ def psnr(a: torch.Tensor, b: torch.Tensor) -> float:
 def train_renderer(model, dynamics, episodes, train_ids, held_ids, job: StateModelJob, log=print) -> None:
     """Fit ``model.renderer``: state -> the VAE latents of the frame it shows (mean squared error); report the
     held-out PSNR of its decoded frames against the VAE's own reconstruction (its ceiling)."""
-    from policy_and_value.algorithms.lr_schedule import warmup_cosine_lambda
+    from toolkits.base.lr_schedule import warmup_cosine_lambda
 
     if not model.cfg.latent_shape:
         raise SystemExit(
@@ -282,10 +282,10 @@ def check_focus(job: StateModelJob) -> None:
 
 def train_state_model(job: StateModelJob, log=print) -> Path:
     """Train and write ``<output_dir>/model``; returns that directory."""
-    from policy_and_value.algorithms.lr_schedule import warmup_cosine_lambda
-    from policy_and_value.workers.base import seed_everything
+    from toolkits.base.lr_schedule import warmup_cosine_lambda
+    from toolkits.base.model_dir import replace_dir_atomically
+    from toolkits.base.seeding import seed_everything
     from toolkits.episodes import EpisodeDataset, split_episodes
-    from toolkits.model_dir import replace_dir_atomically
     from world_models.state_data import StateWindows
     from world_models.state_model import StateModel, StateModelConfig
 
@@ -385,7 +385,7 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: compose ``configs/<CONFIG>.yaml`` (default ``world_model/state_ensemble``) with overrides, train."""
-    from policy_and_value.config.cli import job_cli
+    from toolkits.base.cli import job_cli
 
     return job_cli(argv, "world_model/state_ensemble", StateModelJob, check_job, train_state_model, __doc__)
 

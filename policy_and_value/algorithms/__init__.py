@@ -1,5 +1,5 @@
 """RL algorithms: advantage estimators and credit assignment, PPO losses, advantage-conditioned
-imitation batches, LR schedules and the optimiser."""
+imitation batches and the optimiser (LR schedules: ``toolkits.base.lr_schedule``)."""
 
 from policy_and_value.algorithms.advantages import (
     compute_gae,
@@ -21,20 +21,13 @@ from policy_and_value.algorithms.losses import (
     ppo_policy_loss,
     value_loss,
 )
-from policy_and_value.algorithms.lr_schedule import (
-    build_optimizer,
-    build_scheduler,
-    scheduled_optimizer_steps,
-    split_value_head,
-    warmup_cosine_lambda,
-)
+from policy_and_value.algorithms.optimizer import build_optimizer, scheduled_optimizer_steps, split_value_head
 from policy_and_value.algorithms.registry import get_advantage_fn
 
 __all__ = [
     "assign_credit",
     "broadcast_to_logprob",
     "build_optimizer",
-    "build_scheduler",
     "compute_gae",
     "compute_grpo",
     "group_returns",
@@ -53,5 +46,4 @@ __all__ = [
     "selected_chunks",
     "split_value_head",
     "value_loss",
-    "warmup_cosine_lambda",
 ]

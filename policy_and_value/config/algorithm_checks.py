@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from policy_and_value.config.errors import config_error
 from policy_and_value.config.schema import JobConfig
+from toolkits.base.errors import config_error
 
 
 def check_batches(cfg: JobConfig, ranks: dict[str, int]) -> None:
@@ -32,7 +32,7 @@ def check_batches(cfg: JobConfig, ranks: dict[str, int]) -> None:
         )  # fmt: skip
     resume = cfg.runner.resume_dir
     if resume is not None and os.path.isdir(os.path.join(resume, "actor")):
-        from policy_and_value.runner.checkpoint import optimizer_shards
+        from toolkits.base.checkpoint import optimizer_shards
 
         saved, _ = optimizer_shards(os.path.join(resume, "actor"))
         wanted = ranks["actor"] if actor.shard_optimizer else 0

@@ -7,8 +7,8 @@ import importlib.util
 import os
 from typing import Any
 
-from policy_and_value.config.errors import config_error
 from policy_and_value.config.schema import JobConfig
+from toolkits.base.errors import config_error
 
 # The folders shipped configs read that a script builds instead of the repo shipping them, and that script.
 BUILT_BY_SCRIPT = {
@@ -57,7 +57,7 @@ def check_paths(cfg: JobConfig) -> None:
             raise config_error(
                 "runner.resume_dir", resume, "no such directory (expected .../checkpoints/global_step_N)"
             )
-        from policy_and_value.runner.checkpoint import CheckpointError, verify_checkpoint
+        from toolkits.base.checkpoint import CheckpointError, verify_checkpoint
 
         try:
             verify_checkpoint(resume)
@@ -99,62 +99,3 @@ def check_backends(cfg: JobConfig) -> None:
                 backend,
                 f"{backend} is not installed (.venv/bin/pip install {backend})",
             )
-
-
-def check_coevolution(cfg: JobConfig) -> None:
-    """Co-evolution needs one world-model env with a state model (alone or beside real env groups), the
-    episodes it was trained on, a Meta-World eval env (whose tasks and views the real rollouts use) and a pi0
-    policy (exported for those rollouts)."""
-    from policy_and_value.config.env_checks import world_model_groups
-
-    co, train = cfg.coevolution, cfg.env.train
-    if co.rounds == 0:
-        return
-    worlds = world_model_groups(train)
-    world = worlds[0] if len(worlds) == 1 else train
-    # a group's own state or dynamics model would never see the rounds' refits (they are set on env.train)
-    models = ("state_model_config", "dynamics_model_config")
-    own = next(
-        ((f"env.train.groups[{i}].{k}", g[k]) for i, g in enumerate(train.groups) for k in models if k in g),
-        None,
-    )
-    needs = [
-        ("env.train.env_type", train.env_type, len(worlds) == 1,
-         "coevolution.rounds > 0 trains in one world-model env: env_type world_model, or one such env group "
-         f"beside real ones (here {len(worlds)})"),
-        (*(own or ("env.train.groups", None)), own is None,
-         "each round sets its refitted models on env.train, which the world-model group inherits: set them there"),
-        ("env.train.state_model_config", world.state_model_config, world.state_model_config is not None,
-         "coevolution refits the state model: set a state model directory"),
-        ("env.eval.env_type", cfg.env.eval.env_type if cfg.env.eval else None,
-         cfg.env.eval is not None and cfg.env.eval.env_type == "metaworld",
-         "coevolution's real rollouts use a metaworld eval env's tasks and views"),
-        ("model.policy_type", cfg.model.policy_type, cfg.model.policy_type in ("pi0", "pi05"),
-         "coevolution exports the policy for its real rollouts: pi0 or pi05"),
-        ("coevolution.real_episodes_per_task", co.real_episodes_per_task,
-         co.real_episodes_per_task + co.plans_per_task > 0,
-         "> 0 unless coevolution.plans_per_task > 0 (a refit needs new real episodes)"),
-        ("env.train.tasks", list(world.tasks),
-         co.plans_per_task == 0 or cfg.env.eval is None or list(world.tasks) == list(cfg.env.eval.tasks),
-         f"env.eval.tasks in the same order with coevolution.plans_per_task > 0 (each plan is imagined in "
-         f"env.train's world model and replayed in env.eval's simulator): {list(cfg.env.eval.tasks) if cfg.env.eval else []}"),
-    ]  # fmt: skip
-    for key, value, ok, allowed in needs:
-        if not ok:
-            raise config_error(key, value, allowed)
-    data = co.state_model_data
-    if data is None:
-        raise config_error(
-            "coevolution.state_model_data",
-            data,
-            "the episodes the state model was trained on (a dataset with index.json)",
-        )
-    from world_models.latent_cache import check_cache_dir
-
-    check_cache_dir("coevolution.latent_cache", co.latent_cache)  # before round 1's RL, not at its refit
-    # each refit trains on these episodes with the world-model env's tasks: a missing one would fail after round 1's RL
-    check_episode_data(data, list(world.tasks), "coevolution.state_model_data", "env.train.tasks")
-    if cfg.runner.resume_dir:  # a checkpoint that cannot continue this log dir's rounds
-        from policy_and_value.runner.coevolution import finished_rounds
-
-        finished_rounds(cfg)

@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from policy_and_value.config.data_checks import build_hint
-from policy_and_value.config.errors import ConfigError, config_error, format_validation_error
 from policy_and_value.config.schema import EnvConfig, JobConfig
+from toolkits.base.errors import ConfigError, config_error, format_validation_error
 
 
 def _check_names(key: str, values: list[str], allowed: list[str], what: str) -> None:

@@ -7,8 +7,8 @@ import difflib
 import os
 from typing import Any
 
-from policy_and_value.config.errors import config_error
 from policy_and_value.config.schema import JobConfig
+from toolkits.base.errors import config_error
 
 
 def check_pi0(cfg: JobConfig) -> None:

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class Strict(BaseModel):
-    """Base: unknown keys are errors, values are validated on assignment too."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=False)
+from toolkits.base.schema import Strict
 
 
 # ----------------------------------------------------------------------------------------- cluster

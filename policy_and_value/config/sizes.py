@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import os
 
-from policy_and_value.config.errors import config_error
 from policy_and_value.config.schema import EnvConfig, JobConfig
 from policy_and_value.envs.metaworld_tasks import FULL_STATE_DIM, PROPRIO_DIM
+from toolkits.base.errors import config_error
 
 METAWORLD_ACTION_DIM = 4  # end-effector xyz delta + gripper
 

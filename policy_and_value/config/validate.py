@@ -17,16 +17,15 @@ from pydantic import ValidationError
 from policy_and_value.config.algorithm_checks import check_algorithm, check_batches
 from policy_and_value.config.data_checks import (
     check_backends,
-    check_coevolution,
     check_offline_data,
     check_paths,
 )
 from policy_and_value.config.env_checks import all_envs, apply_num_group_envs, check_envs
-from policy_and_value.config.errors import ConfigError, config_error, format_validation_error
 from policy_and_value.config.model_checks import check_pi0
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.config.sizes import check_sizes
 from policy_and_value.runtime.placement import PlacementError, parse_placement
+from toolkits.base.errors import ConfigError, config_error, format_validation_error
 
 
 def validate_config(data: dict[str, Any], num_devices: int | None = None) -> JobConfig:
@@ -34,7 +33,7 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
     try:
         cfg = JobConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(format_validation_error(err, data)) from None
+        raise ConfigError(format_validation_error(err, data, JobConfig)) from None
     if num_devices is None:
         num_devices = devices_per_node(cfg)
     try:
@@ -68,7 +67,6 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
     check_sizes(cfg, all_envs(cfg))
     check_offline_data(cfg)
     check_backends(cfg)
-    check_coevolution(cfg)
     return cfg
 
 

@@ -4,7 +4,7 @@ Names are imported on first use, so validating a config (which reads ``models.pi
 
 from __future__ import annotations
 
-from policy_and_value.lazy import lazy_exports
+from toolkits.base.lazy import lazy_exports
 
 __getattr__ = lazy_exports(
     __name__,

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from policy_and_value.config.schema import ModelConfig
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from toolkits.base.schema import Strict
 
 
 class DataConfig(Strict):

@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 from policy_and_value.config.data_checks import check_episode_data
-from policy_and_value.config.errors import config_error as _fail
 from policy_and_value.offline.config import SFTConfig
+from toolkits.base.errors import config_error as _fail
 
 CHECKPOINTS = "checkpoints"
 POLICY_DIR = "policy"
@@ -94,18 +94,18 @@ def latest_checkpoint(output_dir: str) -> str | None:
 
 def train_sft(cfg: SFTConfig, log=print) -> Path:
     """Train, checkpoint and write ``<output_dir>/policy``; returns that directory."""
-    from policy_and_value.algorithms.lr_schedule import warmup_cosine_lambda
     from policy_and_value.envs.base import EnvSpec
     from policy_and_value.envs.metaworld_tasks import select_state
     from policy_and_value.models.pi0 import Stats, from_pretrained, save_pretrained
     from policy_and_value.models.registry import make_policy
     from policy_and_value.offline.augment import color_jitter, random_shift
     from policy_and_value.offline.dataset import ChunkDataset
-    from policy_and_value.runner.checkpoint import commit, load_runner_state, save_runner_state, temp_dir_for
-    from policy_and_value.runner.metric_logger import MetricLogger
-    from policy_and_value.workers.base import get_rng_state, seed_everything, set_rng_state
+    from toolkits.base.checkpoint import commit, load_runner_state, save_runner_state, temp_dir_for
+    from toolkits.base.lr_schedule import warmup_cosine_lambda
+    from toolkits.base.metric_logger import MetricLogger
+    from toolkits.base.model_dir import replace_dir_atomically
+    from toolkits.base.seeding import get_rng_state, seed_everything, set_rng_state
     from toolkits.episodes import EpisodeDataset, split_episodes
-    from toolkits.model_dir import replace_dir_atomically
 
     check_config(cfg)
     seed_everything(cfg.train.seed)
@@ -254,7 +254,7 @@ def heldout_loss(policy: torch.nn.Module, held, max_samples: int = 256, batch_si
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: compose ``configs/<CONFIG>.yaml`` (default ``offline/sft_pi0_tiny``) with overrides, train."""
-    from policy_and_value.config.cli import job_cli
+    from toolkits.base.cli import job_cli
 
     return job_cli(argv, "offline/sft_pi0_tiny", SFTConfig, check_config, train_sft, __doc__)
 

@@ -7,7 +7,7 @@ import os
 import re
 import traceback
 
-from toolkits.atomic import write_text_atomically
+from toolkits.base.atomic import write_text_atomically
 
 ERROR_LOG = "error.log"
 

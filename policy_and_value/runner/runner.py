@@ -18,9 +18,7 @@ import ray
 import yaml
 
 from policy_and_value.config.schema import JobConfig
-from policy_and_value.runner import checkpoint as ckpt
 from policy_and_value.runner.failure import record_failure
-from policy_and_value.runner.metric_logger import MetricLogger
 from policy_and_value.runner.report import (
     TRAIN_SUMMARY_STEPS,
     eval_summary,
@@ -33,8 +31,10 @@ from policy_and_value.runner.stop import JobStopped, StopRequest, reclaim_sigter
 from policy_and_value.runtime.cluster import Cluster
 from policy_and_value.runtime.placement import parse_placement
 from policy_and_value.runtime.worker_group import Pending, WorkerGroup
-from policy_and_value.workers.base import get_rng_state, seed_everything, set_rng_state
 from policy_and_value.workers.env_worker import merge_stats, prediction_video_dir
+from toolkits.base import checkpoint as ckpt
+from toolkits.base.metric_logger import MetricLogger
+from toolkits.base.seeding import get_rng_state, seed_everything, set_rng_state
 
 
 @dataclass(frozen=True)

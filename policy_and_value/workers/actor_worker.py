@@ -27,7 +27,6 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from policy_and_value.algorithms import (
     build_optimizer,
-    build_scheduler,
     explained_variance,
     masked_mean,
     ppo_policy_loss,
@@ -42,9 +41,10 @@ from policy_and_value.config.schema import JobConfig
 from policy_and_value.envs.base import EnvSpec
 from policy_and_value.offline.anchor import OfflineAnchor
 from policy_and_value.offline.replay import ImitationReplay
-from policy_and_value.runner.checkpoint import optimizer_shard_file
 from policy_and_value.workers.base import Worker
 from policy_and_value.workers.trajectory import cat_shards, flatten_time, take
+from toolkits.base.checkpoint import optimizer_shard_file
+from toolkits.base.lr_schedule import build_scheduler
 
 
 class _Evaluate(nn.Module):

@@ -3,47 +3,16 @@
 from __future__ import annotations
 
 import os
-import random
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
 import torch
 
+from toolkits.base.seeding import get_rng_state, seed_everything, set_rng_state
+
 COMPONENT_SEED_OFFSET = {"env": 10_000, "rollout": 20_000, "actor": 30_000}
-
-
-def tensors_to(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
-    """``batch`` with its tensors moved to ``device`` (other values, e.g. prompt lists, as they are)."""
-    return {
-        k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v for k, v in batch.items()
-    }
-
-
-def seed_everything(seed: int) -> None:
-    """Seed python, numpy and torch (all devices)."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def get_rng_state() -> dict[str, Any]:
-    """Snapshot of every RNG this process uses."""
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    """Restore what ``get_rng_state`` returned."""
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 class Worker:

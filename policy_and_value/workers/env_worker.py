@@ -105,6 +105,7 @@ class EnvWorker(Worker):
 
     def __init__(self, rank: int, world_size: int, num_cpus: float, cfg: JobConfig, log_dir: str):
         super().__init__(rank, world_size, num_cpus, cfg.runner.seed)
+        import world_models.env  # noqa: F401 - registers env_type world_model with the env registry
         from policy_and_value.envs.registry import make_env
 
         self._make_env = make_env

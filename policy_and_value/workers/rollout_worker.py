@@ -14,9 +14,10 @@ from safetensors.torch import load_file, save_file
 from policy_and_value.config.schema import JobConfig
 from policy_and_value.envs.base import EnvSpec
 from policy_and_value.runtime.weight_sync import layout_of
-from policy_and_value.workers.base import Worker, tensors_to
+from policy_and_value.workers.base import Worker
 from policy_and_value.workers.env_worker import EnvOutput
 from policy_and_value.workers.trajectory import obs_index, obs_stack, shard_columns
+from toolkits.base.tensors import tensors_to
 
 
 class StreamBuffer:

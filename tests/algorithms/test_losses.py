@@ -6,13 +6,12 @@ import torch
 from policy_and_value.algorithms import (
     broadcast_to_logprob,
     build_optimizer,
-    build_scheduler,
     explained_variance,
     ppo_policy_loss,
     value_loss,
-    warmup_cosine_lambda,
 )
 from policy_and_value.config.schema import OptimConfig
+from toolkits.base.lr_schedule import build_scheduler, warmup_cosine_lambda
 
 
 def test_ratio_one_gives_minus_mean_advantage_and_no_clipping():

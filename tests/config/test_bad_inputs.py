@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from policy_and_value.config import ConfigError, load_config
+from policy_and_value.config import load_config
+from toolkits.base.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 RESET_EPISODES = REPO / "assets" / "quickstart" / "reset_episodes"  # reach, drawer-close, button-press

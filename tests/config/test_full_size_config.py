@@ -55,8 +55,8 @@ def test_full_size_config_names_the_path_to_set():
 def test_a_value_left_as_hydra_missing_is_named(tmp_path):
     import pytest
 
-    from policy_and_value.config import ConfigError
-    from policy_and_value.config.load import compose_config
+    from toolkits.base.compose import compose_config
+    from toolkits.base.errors import ConfigError
 
     (tmp_path / "needs_paths.yaml").write_text("rollout:\n  model_dir: ???\nrunner:\n  seed: ???\n")
     with pytest.raises(ConfigError, match=r"rollout.model_dir=\?\?\?: .* also unset: runner.seed"):

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from policy_and_value.config import ConfigError, available_configs, data_checks, load_config
+from policy_and_value.config import data_checks, load_config
 from policy_and_value.envs.metaworld_tasks import MT10_TASKS, MT50_TASKS
+from toolkits.base.compose import available_configs
+from toolkits.base.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 RESET_EPISODES = REPO / "assets" / "quickstart" / "reset_episodes"  # reach, drawer-close, button-press
@@ -61,7 +63,7 @@ def test_overrides_need_not_know_which_keys_a_file_sets():
 
 
 def test_value_overrides_go_to_hydra_as_set_or_add_and_group_choices_as_written():
-    from policy_and_value.config.load import set_or_add
+    from toolkits.base.compose import set_or_add
 
     given = [
         "a.b=1",
@@ -98,7 +100,7 @@ def test_task_table_matches_installed_metaworld():
 def checkpoint_missing_actor(tmp_path):
     d = tmp_path / "global_step_3"
     d.mkdir()
-    from policy_and_value.runner.checkpoint import save_runner_state
+    from toolkits.base.checkpoint import save_runner_state
 
     save_runner_state(str(d), 3, {})
     return str(d)
@@ -210,7 +212,7 @@ def test_offline_data_covering_the_train_tasks_and_cameras_is_accepted():
 def test_a_sharded_optimiser_checkpoint_needs_every_rank_file(complete_checkpoint):
     import torch
 
-    from policy_and_value.runner.checkpoint import CheckpointError, verify_checkpoint
+    from toolkits.base.checkpoint import CheckpointError, verify_checkpoint
 
     for rank in (0, 1):
         torch.save(
@@ -256,7 +258,7 @@ def test_overrides_stand_anywhere_among_a_benchmark_s_options():
     option's single value; a misspelt option stops the parser instead of passing for an override."""
     import argparse
 
-    from policy_and_value.config.cli import parse_with_overrides
+    from toolkits.base.cli import parse_with_overrides
 
     p = argparse.ArgumentParser()
     p.add_argument("--seeds", type=int, nargs="+")

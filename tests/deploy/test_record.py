@@ -225,10 +225,10 @@ def test_long_episodes_are_cut_and_a_restarted_recorder_appends(served, tmp_path
 def test_online_loop_serve_record_label_train_serve(served, tmp_path, capsys):
     """serve --record -> robot_client (openpi's client, Meta-World) -> the episodes load and line up ->
     reward_models.label -> advantage-conditioned imitation from the served policy -> the result serves."""
-    from policy_and_value.config.load import compose_config
     from policy_and_value.offline.config import SFTConfig
     from policy_and_value.offline.train_sft import train_sft
     from reward_models.label import label_dataset
+    from toolkits.base.compose import compose_config
     from toolkits.deploy.robot_client import main as robot_client
     from toolkits.deploy.serve_policy import PolicyServer, ServerThread
     from toolkits.deploy.served import ServedPolicy

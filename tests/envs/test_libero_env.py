@@ -8,11 +8,12 @@ import pytest
 import torch
 import yaml
 
-from policy_and_value.config import ConfigError, load_config
+from policy_and_value.config import load_config
 from policy_and_value.config.schema import EnvConfig
 from policy_and_value.envs.libero_tasks import ACTION_DIM, STATE_DIM, suite_tasks
 from policy_and_value.envs.registry import make_env
 from tests.envs.simulator_contract import check_success_rewards_once, check_truncation_at_the_step_limit
+from toolkits.base.errors import ConfigError
 
 pytestmark = pytest.mark.slow  # each LIBERO env takes a few seconds to build
 REPO = Path(__file__).resolve().parents[2]

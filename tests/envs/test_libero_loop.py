@@ -76,12 +76,12 @@ def _overrides(m: dict[str, str]) -> list[str]:
 def test_the_shipped_loop_configs_compose_with_libero_sizes(models):
     """A world-model env trained on LIBERO episodes gives their 8-dim state (``state_type: full``), so it
     validates beside a ``libero`` group (proprio, 8) with 7-dim actions; the loop's offline configs load."""
-    from policy_and_value.config import ConfigError
     from policy_and_value.config.env_checks import env_groups
-    from policy_and_value.config.load import compose_config
     from policy_and_value.config.sizes import env_sizes
     from policy_and_value.offline.config import SFTConfig
     from reward_models.config import RewardModelJob
+    from toolkits.base.compose import compose_config
+    from toolkits.base.errors import ConfigError
     from world_models.config import WorldModelJob
 
     cfg = load_config("rl_release_libero", _overrides(models))

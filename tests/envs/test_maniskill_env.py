@@ -9,13 +9,14 @@ import pytest
 import torch
 import yaml
 
-from policy_and_value.config import ConfigError, load_config
+from policy_and_value.config import load_config
 from policy_and_value.config.schema import EnvConfig
 from policy_and_value.envs import maniskill_tasks
 from policy_and_value.envs.maniskill_env import axis_angle
 from policy_and_value.envs.maniskill_tasks import ACTION_DIM, STATE_DIM, TASKS
 from policy_and_value.envs.registry import make_env
 from tests.envs.simulator_contract import check_success_rewards_once, check_truncation_at_the_step_limit
+from toolkits.base.errors import ConfigError
 from toolkits.experts import ManiSkillCubePolicy
 
 pytestmark = pytest.mark.slow  # a ManiSkill env takes a second or two to build, rendering compiles shaders

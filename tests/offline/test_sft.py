@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from policy_and_value.config import ConfigError
-from policy_and_value.config.load import compose_config
 from policy_and_value.offline.augment import color_jitter, random_shift
 from policy_and_value.offline.config import SFTConfig
 from policy_and_value.offline.dataset import ChunkDataset
 from policy_and_value.offline.train_sft import check_config, train_sft
+from toolkits.base.compose import compose_config
+from toolkits.base.errors import ConfigError
 from toolkits.episodes import Episode, EpisodeDataset, EpisodeWriter
 
 REPO = Path(__file__).resolve().parents[2]

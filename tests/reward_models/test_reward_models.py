@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from policy_and_value.config import ConfigError
-from policy_and_value.config.load import compose_config
 from reward_models import FrameScorer, RewardModelConfig, rewards_from_progress
 from reward_models.config import RewardModelJob
 from reward_models.label import label_dataset
 from reward_models.targets import advantages_from_values, progress_labels, success_labels, td_targets
 from reward_models.train import check_job, train_reward_model
+from toolkits.base.compose import compose_config
+from toolkits.base.errors import ConfigError
 from toolkits.episodes import Episode, EpisodeWriter
 
 REPO = Path(__file__).resolve().parents[2]

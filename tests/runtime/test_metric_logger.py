@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from policy_and_value.runner.metric_logger import MetricLogger
+from toolkits.base.metric_logger import MetricLogger
 
 
 @pytest.fixture

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from policy_and_value.config import ConfigError, load_config
+from policy_and_value.config import load_config
 from policy_and_value.envs.base import EnvSpec
 from policy_and_value.models import make_policy
 from tests.runtime.jobs import run_and_read
+from toolkits.base.errors import ConfigError
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

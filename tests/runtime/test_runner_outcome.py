@@ -51,7 +51,8 @@ def test_the_start_that_aims_matches_its_checksums():
 
 def test_the_start_on_both_kinds_of_frame_matches_its_checksums():
     """``start=outcome20_both``: its anchor's 114 episodes (recorded and redrawn) are rebuilt, only listed."""
-    from policy_and_value.config import ConfigError, load_config
+    from policy_and_value.config import load_config
+    from toolkits.base.errors import ConfigError
 
     root = REPO / "assets" / "metaworld_outcome20_both"
     assert assert_matches_sha256sums(root) == 5

@@ -5,9 +5,9 @@ import os
 import pytest
 import torch
 
-from policy_and_value.runner import checkpoint as ckpt
 from policy_and_value.runner.report import eval_summary, interval_union, output_paths, train_summary
 from policy_and_value.runner.runner import EmbodiedRunner, Stream
+from toolkits.base import checkpoint as ckpt
 
 
 def test_interval_union_merges_overlaps_and_clips():
@@ -95,7 +95,7 @@ def test_eval_videos_reach_tensorboard_as_animated_gifs(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import IMAGES, EventAccumulator
 
     from policy_and_value.envs.video import gif_bytes
-    from policy_and_value.runner.metric_logger import MetricLogger
+    from toolkits.base.metric_logger import MetricLogger
 
     frames = [np.full((32, 48, 3), 20 * t, np.uint8) for t in range(6)]
     path = str(tmp_path / "rank0_env0_episode0.mp4")

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from toolkits.atomic import directory_written_atomically
+from toolkits.base.atomic import directory_written_atomically
 
 
 def test_directory_appears_only_when_the_block_ends(tmp_path):

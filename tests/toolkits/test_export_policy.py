@@ -69,7 +69,7 @@ def checkpoint(tmp_path_factory):
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
     from policy_and_value.config import JobConfig
-    from policy_and_value.runner.checkpoint import save_runner_state
+    from toolkits.base.checkpoint import save_runner_state
 
     cfg = JobConfig.model_validate(JOB)
     rollout, actor = job_policy(cfg, seed=1), job_policy(cfg, seed=2)

@@ -11,10 +11,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from policy_and_value.config import ConfigError, load_config
+from policy_and_value.config import JobConfig
+from policy_and_value.config import load_config as load_job
 from policy_and_value.envs.metaworld_tasks import PROMPTS
 from reward_models import FrameScorer, RewardModelConfig
 from tests.world_models.conftest import tiny_dynamics
+from toolkits.base.errors import ConfigError
+from toolkits.recipes.coevolution_checks import check_coevolution
 
 TASKS = ["reach-v3", "push-v3"]
 # mixed training: 2 imagined envs beside 2 Meta-World envs (one per task), the state model set on env.train
@@ -22,6 +25,14 @@ MIXED = [
     "env.train.num_envs=4",
     "env.train.groups=[{name:imagined,num_envs:2},{name:real,num_envs:2,env_type:metaworld}]",
 ]
+
+
+def load_config(name: str, overrides: list[str]) -> JobConfig:
+    """A co-evolution job as ``policy_and_value.train`` loads it: validated, then its co-evolution checks."""
+    cfg = load_job(name, overrides)
+    if cfg.coevolution.rounds > 0:
+        check_coevolution(cfg)
+    return cfg
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +82,8 @@ def _overrides(world: dict[str, str]) -> list[str]:
 def test_rounds_train_collect_refit_and_count_real_steps(real_world, tmp_path, capsys):
     """Mixed rounds: RL on imagined envs beside Meta-World ones, then a rollout and a plan per task, a refit;
     the real group's RL steps count as real env steps too."""
-    from policy_and_value.runner.coevolution import run_coevolution
     from tests.runtime.jobs import shared_ray_job
+    from toolkits.recipes.coevolution import run_coevolution
 
     cfg = load_config(
         "ppo_pi0_metaworld",
@@ -175,7 +186,7 @@ def test_coevolution_keys_are_checked_before_start(real_world, tmp_path):
 def test_runs_share_a_latent_cache_and_encode_each_episode_once(real_world, tmp_path):
     """With ``coevolution.latent_cache`` two runs' refits on the same data share one folder: the second run's
     refit reads every entry the first wrote and encodes nothing, and neither run keeps a cache of its own."""
-    from policy_and_value.runner.coevolution import refit
+    from toolkits.recipes.coevolution import refit
 
     shared, world = tmp_path / "latents", real_world
     cfg = load_config("ppo_pi0_metaworld", [*_overrides(world), f"coevolution.latent_cache={shared}"])
@@ -197,8 +208,8 @@ def test_runs_share_a_latent_cache_and_encode_each_episode_once(real_world, tmp_
 def test_a_stop_in_rl_names_the_checkpoint_to_resume_from(real_world, tmp_path, monkeypatch):
     """A SIGTERM during a round's RL (run_job raises JobStopped) ends co-evolution with the resume command
     (the state model to continue with comes from rounds.jsonl)."""
-    from policy_and_value.runner.coevolution import run_coevolution
     from policy_and_value.runner.stop import JobStopped
+    from toolkits.recipes.coevolution import run_coevolution
 
     def stopped(cfg):
         raise JobStopped("SIGTERM", 1, "/runs/co/checkpoints/global_step_1")
@@ -216,7 +227,7 @@ def test_every_round_keeps_the_whole_lr_schedule(real_world):
     """A cosine lr schedule spans all rounds' optimiser steps in every round's job (round r's job trains
     only to step (r + 1) x steps_per_round, which would otherwise restart the cosine's span each round)."""
     from policy_and_value.algorithms import scheduled_optimizer_steps
-    from policy_and_value.runner.coevolution import round_config
+    from toolkits.recipes.coevolution import round_config
 
     cfg = load_config("ppo_pi0_metaworld", [*_overrides(real_world), "actor.optim.lr_scheduler=cosine"])
     rounds = [round_config(cfg, r, None, real_world["state"], real_world["dynamics"]) for r in range(2)]
@@ -231,7 +242,7 @@ def recorded_rounds(real_world, tmp_path, monkeypatch):
     round, each refit a new state model folder; RL logs 12 env steps of finished episodes a step in a real
     group, 99 in an imagined one); returns (config of 2 rounds of 1 step, calls)."""
     from policy_and_value.config.env_checks import world_model_groups
-    from policy_and_value.runner import coevolution
+    from toolkits.recipes import coevolution
 
     calls: dict[str, list] = {"jobs": [], "merged": []}
 
@@ -284,7 +295,7 @@ def _resumed(cfg, step: int, rounds: int, steps_per_round: int = 1):
 
 
 def test_a_resumed_coevolution_keeps_its_finished_rounds_and_adds_more(recorded_rounds, real_world, tmp_path):
-    from policy_and_value.runner.coevolution import run_coevolution
+    from toolkits.recipes.coevolution import run_coevolution
 
     cfg, calls = recorded_rounds
     root = tmp_path / "co" / "coevolution"
@@ -318,8 +329,8 @@ def test_a_stop_during_a_refit_ends_after_the_round(recorded_rounds, real_world,
     then stops with the round's checkpoint to resume from; round 2 never starts."""
     import signal
 
-    from policy_and_value.runner import coevolution
     from policy_and_value.runner.stop import JobStopped
+    from toolkits.recipes import coevolution
 
     cfg, calls = recorded_rounds
     recorded_refit = coevolution.refit
@@ -340,7 +351,7 @@ def test_a_stop_during_a_refit_ends_after_the_round(recorded_rounds, real_world,
 def test_rounds_of_plans_only_replay_what_the_round_imagined(recorded_rounds, real_world, tmp_path):
     """``plans_per_task`` without real rollouts: each round's plans are imagined in the state model that round
     trained in, their replayed steps are the round's real env steps, and a resumed run merges them again."""
-    from policy_and_value.runner.coevolution import run_coevolution
+    from toolkits.recipes.coevolution import run_coevolution
 
     cfg, calls = recorded_rounds
     co = cfg.coevolution.model_copy(update={"real_episodes_per_task": 0, "plans_per_task": 2})
@@ -363,7 +374,7 @@ def test_rounds_of_plans_only_replay_what_the_round_imagined(recorded_rounds, re
 def test_mixed_rounds_count_the_real_groups_steps(recorded_rounds, real_world, tmp_path):
     """Mixed training in every round: the world-model group trains with the round's refitted state model and
     plans in it; the real group's RL steps join the collected ones."""
-    from policy_and_value.runner.coevolution import run_coevolution
+    from toolkits.recipes.coevolution import run_coevolution
 
     _, calls = recorded_rounds
     cfg = load_config(
@@ -385,7 +396,7 @@ def test_mixed_rounds_count_the_real_groups_steps(recorded_rounds, real_world, t
 
 
 def test_a_checkpoint_that_cannot_continue_the_rounds_is_refused(recorded_rounds, real_world, tmp_path):
-    from policy_and_value.runner.coevolution import finished_rounds, run_coevolution
+    from toolkits.recipes.coevolution import finished_rounds, run_coevolution
 
     cfg, _ = recorded_rounds
     run_coevolution(cfg)  # rounds ending at steps 1 and 2

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from policy_and_value.config import ConfigError, load_config
+import world_models.env  # noqa: F401 - registers env_type world_model
+from policy_and_value.config import load_config
 from policy_and_value.config.schema import EnvConfig
 from policy_and_value.envs import make_env
 from tests.world_models.conftest import PROMPTS
+from toolkits.base.errors import ConfigError
 
 
 def _cfg(episodes, model_dirs, **kw) -> EnvConfig:

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_script_merges_three_policies_rollouts_and_the_recipe_takes_them(tmp_path):
-    from policy_and_value.config import ConfigError, load_config
+    from policy_and_value.config import load_config
+    from toolkits.base.errors import ConfigError
 
     out = tmp_path / "coevolution"
     env = dict(os.environ, EPISODES="1", ROLLOUT_STEPS="8")

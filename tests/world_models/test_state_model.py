@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from policy_and_value.config import ConfigError, load_config
+import world_models.env  # noqa: F401 - registers env_type world_model
+from policy_and_value.config import load_config
 from policy_and_value.envs import make_env
 from tests.world_models.conftest import PROMPTS, VIEWS, tiny_dynamics, write_drift_episodes
 from tests.world_models.test_env import _actions, _cfg
+from toolkits.base.errors import ConfigError
 from toolkits.episodes import Episode, EpisodeDataset, EpisodeWriter
 from world_models.state_data import StateWindows
 from world_models.state_model import EnsembleLinear, StateModel, StateModelConfig

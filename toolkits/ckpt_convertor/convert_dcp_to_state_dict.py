@@ -16,7 +16,7 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.metadata import TensorStorageMetadata
 
-from policy_and_value.runner.checkpoint import verify_dcp_dir
+from toolkits.base.checkpoint import verify_dcp_dir
 
 MODEL_PREFIX = "model."
 DEFAULT_FILENAME = "model_state_dict.pt"

@@ -119,7 +119,7 @@ def resolve_model_dir(cfg: Any, override: str | None, checkpoint: Path) -> str |
 
 def read_weights(checkpoint: Path, weights: str) -> tuple[dict[str, Any], str]:
     """The policy's state dict from the rollout safetensors or the actor DCP, and the file it came from."""
-    from policy_and_value.runner.checkpoint import ROLLOUT_WEIGHTS, CheckpointError
+    from toolkits.base.checkpoint import ROLLOUT_WEIGHTS, CheckpointError
 
     if weights == "rollout":
         from safetensors.torch import load_file
@@ -178,7 +178,7 @@ def deploy_spec(cfg: Any, policy: Any, checkpoint: Path, weights: str) -> Any:
     """``deploy.json`` of the exported policy: the robot-facing env's cameras and sizes, and the prompts."""
     from policy_and_value.config.env_checks import env_groups
     from policy_and_value.models.pi0.factory import task_prompts
-    from policy_and_value.runner.checkpoint import named_step
+    from toolkits.base.checkpoint import named_step
     from toolkits.deploy.spec import DeploySpec
 
     env = deploy_env(cfg)
@@ -217,8 +217,8 @@ def export_policy(
 
     from policy_and_value.models.pi0 import save_pretrained
     from policy_and_value.models.registry import make_policy
-    from policy_and_value.runner.checkpoint import verify_checkpoint
-    from toolkits.model_dir import replace_dir_atomically
+    from toolkits.base.checkpoint import verify_checkpoint
+    from toolkits.base.model_dir import replace_dir_atomically
 
     if weights not in WEIGHTS_CHOICES:
         raise ExportError(f"--weights={weights}: allowed values: {', '.join(WEIGHTS_CHOICES)}")
@@ -255,7 +255,7 @@ def export_policy(
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: export and print what was written, or one error line (exit 2)."""
-    from policy_and_value.runner.checkpoint import CheckpointError
+    from toolkits.base.checkpoint import CheckpointError
 
     p = argparse.ArgumentParser(
         prog="python -m toolkits.ckpt_convertor.export_policy", description=__doc__.splitlines()[0]

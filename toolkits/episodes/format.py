@@ -14,7 +14,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from toolkits.atomic import write_json_atomically
+from toolkits.base.atomic import write_json_atomically
 
 FORMAT_NAME = "worldrl-episodes"
 FORMAT_VERSION = 1

@@ -16,7 +16,7 @@ import json
 import os
 import shutil
 
-from toolkits.atomic import directory_written_atomically
+from toolkits.base.atomic import directory_written_atomically
 from toolkits.episodes.format import INDEX
 
 

@@ -9,7 +9,7 @@ transformers (about two seconds of every job's and every ``--validate-only``'s s
 
 from __future__ import annotations
 
-from policy_and_value.lazy import lazy_exports
+from toolkits.base.lazy import lazy_exports
 
 __getattr__ = lazy_exports(
     __name__,

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from toolkits.atomic import directory_written_atomically
+from toolkits.base.atomic import directory_written_atomically
 from toolkits.episodes.format import FORMAT_NAME, FORMAT_VERSION, Episode, EpisodeDataset
 from toolkits.episodes.lerobot.layout import (
     CODEBASE_VERSION,

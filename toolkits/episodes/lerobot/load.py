@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from toolkits.atomic import directory_written_atomically
+from toolkits.base.atomic import directory_written_atomically
 from toolkits.episodes.format import Episode, EpisodeWriter
 from toolkits.episodes.lerobot.layout import (
     IMAGE_PREFIX,

@@ -34,10 +34,11 @@ import os
 import shutil
 from typing import Any
 
-from policy_and_value.algorithms.lr_schedule import scheduled_optimizer_steps
+from policy_and_value.algorithms.optimizer import scheduled_optimizer_steps
 from policy_and_value.config.env_checks import env_groups, world_model_groups
 from policy_and_value.config.schema import EnvConfig, JobConfig
-from policy_and_value.runner.checkpoint import checkpoint_step, log_dir_of
+from toolkits.base.checkpoint import checkpoint_step, log_dir_of
+from toolkits.recipes.coevolution_checks import finished_rounds
 
 
 def round_config(cfg: JobConfig, r: int, resume: str | None, state_model: str, dynamics: str) -> JobConfig:
@@ -61,36 +62,6 @@ def round_config(cfg: JobConfig, r: int, resume: str | None, state_model: str, d
     )
     env = cfg.env.model_copy(update={"train": train})
     return cfg.model_copy(update={"runner": runner, "env": env, "actor": actor})
-
-
-def finished_rounds(cfg: JobConfig) -> list[dict[str, Any]]:
-    """The rounds a co-evolution resumed from ``runner.resume_dir`` keeps: the records of
-    ``<log_dir>/coevolution/rounds.jsonl`` up to the checkpoint's step (none without a resume_dir). A
-    ``ConfigError`` when the checkpoint cannot continue them, before any work."""
-    from policy_and_value.config.errors import config_error
-
-    co, resume = cfg.coevolution, cfg.runner.resume_dir
-    if co.rounds == 0 or not resume:
-        return []
-    step, path = checkpoint_step(resume), os.path.join(log_dir_of(cfg), "coevolution", "rounds.jsonl")
-    records = []
-    if os.path.isfile(path):
-        with open(path) as f:
-            records = [json.loads(line) for line in f if line.strip()]
-    kept = [r for r in records if r["step"] <= step][: co.rounds]
-    ends = [r["step"] for r in kept]
-    if ends != [co.steps_per_round * (i + 1) for i in range(len(kept))]:
-        raise config_error(
-            "coevolution.steps_per_round", co.steps_per_round,
-            f"the rounds in {path} end at steps {ends}: resume with the steps_per_round they were made with",
-        )  # fmt: skip
-    if step > (len(kept) + 1) * co.steps_per_round:
-        raise config_error(
-            "runner.resume_dir", resume,
-            f"step {step} is past round {len(kept) + 1}'s end and {path} records {len(kept)} finished rounds "
-            "before it: resume from a checkpoint of this co-evolution's log dir",
-        )  # fmt: skip
-    return kept
 
 
 def collect_real(
@@ -207,7 +178,7 @@ def refit(
 
 def log_round(cfg: JobConfig, log_dir: str, record: dict[str, Any], log=print) -> None:
     """A round's numbers to TensorBoard (``coevolution/*`` at its last training step) and one printed line."""
-    from policy_and_value.runner.metric_logger import MetricLogger
+    from toolkits.base.metric_logger import MetricLogger
 
     logger_cfg = cfg.runner.logger
     tensorboard = [b for b in logger_cfg.logger_backends if b == "tensorboard"]  # no new wandb/swanlab run
@@ -227,10 +198,11 @@ def log_round(cfg: JobConfig, log_dir: str, record: dict[str, Any], log=print) -
 
 
 def run_coevolution(cfg: JobConfig, log=print) -> list[dict[str, Any]]:
-    """Run every round; returns one record per round (also in ``<log_dir>/coevolution/rounds.jsonl``)."""
+    """Run every round; returns one record per round (also in ``<log_dir>/coevolution/rounds.jsonl``). The job
+    is checked by ``coevolution_checks.check_coevolution`` first (``policy_and_value.train`` does)."""
     from policy_and_value.runner.runner import run_job
     from policy_and_value.runner.stop import JobStopped, stop_on_sigterm
-    from toolkits.atomic import write_text_atomically
+    from toolkits.base.atomic import write_text_atomically
     from toolkits.ckpt_convertor.export_policy import export_policy
     from toolkits.episodes.merge import merge_datasets
 

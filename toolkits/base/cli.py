@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from policy_and_value.config.errors import ConfigError, format_validation_error
-from policy_and_value.config.load import compose_config
+from toolkits.base.compose import compose_config
+from toolkits.base.errors import ConfigError, format_validation_error
 
 
 def parse_with_overrides(

@@ -1,4 +1,4 @@
-"""The one error type of config checks: one line naming the key, the value and what is allowed."""
+"""The one error type of every config and flag check: one line naming the key, the value and what is allowed."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import difflib
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-
-from policy_and_value.config.schema import JobConfig
 
 
 class ConfigError(ValueError):
@@ -30,7 +28,7 @@ def _lookup(data: Any, loc: tuple) -> Any:
     return data
 
 
-def _model_at(loc: tuple, root: type[BaseModel] = JobConfig) -> type[BaseModel] | None:
+def _model_at(loc: tuple, root: type[BaseModel]) -> type[BaseModel] | None:
     """The pydantic model that owns the field at ``loc`` (for unknown-key suggestions)."""
     model: Any = root
     for part in loc:
@@ -43,7 +41,7 @@ def _model_at(loc: tuple, root: type[BaseModel] = JobConfig) -> type[BaseModel] 
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
-def format_validation_error(err: ValidationError, data: dict, root: type[BaseModel] = JobConfig) -> str:
+def format_validation_error(err: ValidationError, data: dict, root: type[BaseModel]) -> str:
     """The first schema error of ``root`` as one ``config error: key=value: ...`` line."""
     e = err.errors()[0]
     loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and ("[" in p or p in ("function-after",))))
