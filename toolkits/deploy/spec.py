@@ -25,7 +25,6 @@ from typing import Any
 DEPLOY_FILE = "deploy.json"
 FORMAT_VERSION = 1
 SIMULATORS = ("metaworld", "libero", "maniskill")  # the env types a robot stands in for
-ENV_CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "env"
 
 
 @dataclass
@@ -179,12 +178,14 @@ def load_env_config(env: str, overrides: list[str]) -> Any:
     from pydantic import ValidationError
 
     from policy_and_value.config.errors import ConfigError, config_error, format_validation_error
+    from policy_and_value.config.load import CONFIG_DIR
     from policy_and_value.config.schema import EnvConfig
 
-    path = ENV_CONFIG_DIR / f"{env}.yaml"
+    env_dir = CONFIG_DIR / "env"  # the env configs job configs compose (env@env.train=NAME)
+    path = env_dir / f"{env}.yaml"
     path = path if path.is_file() else Path(env)
     if not path.is_file():
-        names = ", ".join(sorted(p.stem for p in ENV_CONFIG_DIR.glob("*.yaml")))
+        names = ", ".join(sorted(p.stem for p in env_dir.glob("*.yaml")))
         raise config_error("--env", env, f"no such env config; allowed: {names} (or a YAML file)")
     try:
         data = OmegaConf.to_container(
