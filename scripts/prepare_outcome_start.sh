@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuild the starting policy of configs/rl_metaworld_outcome.yaml (shipped in assets/metaworld_outcome):
-#   collect scripted-expert demonstrations -> keep DEMOS per task -> imitation (SFT) -> success on unseen layouts
+#   collect scripted-expert demonstrations -> keep DEMOS per task -> imitation (SFT, + its deploy.json) -> success on unseen layouts
 #
 #   bash scripts/prepare_outcome_start.sh [OUT]        (default OUT: logs/outcome_start)
 #
@@ -58,6 +58,8 @@ fi
 stage "imitation policy" "$PY" -m policy_and_value.offline.train_sft offline/sft_pi0_tiny \
   data.path="$DATA" output_dir="$OUT/sft" train.max_steps="$SFT_STEPS" data.holdout_fraction=0 \
   augment.state_noise="$STATE_NOISE"
+stage "deploy.json" "$PY" -m toolkits.deploy.spec --policy-dir "$OUT/sft/policy" --env metaworld_3tasks \
+  "tasks=[$(IFS=,; echo "${TASKS[*]}")]"
 stage "success, unseen layouts" "$PY" -m policy_and_value.offline.evaluate --model-dir "$OUT/sft/policy" \
   --tasks "${TASKS[@]}" --episodes "$EVAL_EPISODES" --cameras "${CAMERAS[@]}" --layout-seed 1
 

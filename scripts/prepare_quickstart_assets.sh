@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuild the quickstart's starting models from scratch and say how long each stage took:
-#   collect episodes -> reward model -> advantage labels -> imitation policy (+ a few of its labelled
+#   collect episodes -> reward model -> advantage labels -> imitation policy (+ its deploy.json, a few of its labelled
 #   episodes as the offline anchor) -> world model (VAE, denoiser)
 #
 #   bash scripts/prepare_quickstart_assets.sh [OUT]        (default OUT: logs/quickstart_assets)
@@ -35,6 +35,7 @@ stage "advantage labels" "$PY" -m reward_models.label --model-dir "$OUT/rm/model
 stage "imitation policy" "$PY" -m policy_and_value.offline.train_sft offline/sft_pi0_tiny \
   data.path="$OUT/episodes_labelled" data.success_only=false model.pi0.with_advantage_condition=true \
   output_dir="$OUT/sft" train.max_steps="$IL_STEPS"
+stage "deploy.json" "$PY" -m toolkits.deploy.spec --policy-dir "$OUT/sft/policy" --env metaworld_3tasks
 stage "offline anchor episodes" "$PY" -m toolkits.episodes.subset --data "$OUT/episodes_labelled" \
   --out "$OUT/offline_episodes" --per-task 3 --failed-per-task 1
 stage "world model: VAE" "$PY" -m world_models.train data.path="$OUT/episodes" output_dir="$OUT/wm_vae" \

@@ -29,3 +29,16 @@ def suite_tasks(suite: str) -> dict[str, tuple[Any, int]]:
     with contextlib.redirect_stdout(io.StringIO()):  # it prints the task order it applies
         bench = benchmark.get_benchmark_dict()[suite]()
     return {bench.get_task(i).name: (bench, i) for i in range(bench.get_num_tasks())}
+
+
+def task_instructions(suite: str, tasks: list[str]) -> dict[str, str]:
+    """Task name -> the instruction ``LiberoEnv`` gives the policy (the task's ``language``) for ``tasks`` of
+    ``suite``; KeyError naming a task the suite lacks, ImportError as ``suite_tasks``."""
+    known = suite_tasks(suite)
+    out = {}
+    for task in tasks:
+        if task not in known:
+            raise KeyError(f"{task!r} is not a task of {suite}")
+        bench, index = known[task]
+        out[task] = bench.get_task(index).language
+    return out

@@ -13,9 +13,11 @@ sampling, ``mode="eval"``); an episode succeeds when the env reports success bef
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,7 @@ import torch
 
 from policy_and_value.config.schema import EnvConfig
 from policy_and_value.models.base import BasePolicy
+from toolkits.base.errors import ConfigError, config_error
 
 
 @torch.no_grad()
@@ -85,6 +88,86 @@ def play_episodes(policy: BasePolicy, env, mode: str = "eval") -> torch.Tensor:
     return success
 
 
+def _check_names(flag: str, values: list[str], allowed: list[str] | tuple[str, ...], what: str) -> None:
+    """Every one of ``values`` is in ``allowed``; the first that is not is one line (with a did-you-mean)."""
+    for value in values:
+        if value not in allowed:
+            close = difflib.get_close_matches(value, list(allowed), n=1)
+            raise config_error(flag, value, (f"did you mean {close[0]!r}? " if close else "") + what)
+
+
+def check_args(args: argparse.Namespace) -> dict[str, Any] | None:
+    """Check every flag before any work starts (defaults of ``--suite`` filled in); returns the simulator's
+    env keys (None: Meta-World). A bad value is a ``ConfigError``: one line naming the flag, the value and
+    what is allowed."""
+    from policy_and_value.config.sizes import env_sizes
+    from policy_and_value.models.pi0.configuration_pi0 import Pi0Config, policy_dir_problem
+
+    for flag, value in (
+        ("--episodes", args.episodes),
+        ("--image-size", args.image_size),
+        ("--max-episode-steps", args.max_episode_steps),
+        ("--num-envs", args.num_envs),
+    ):
+        if value is not None and value < 1:
+            raise config_error(flag, value, "must be >= 1")
+    simulator = None
+    if args.suite is not None:
+        from policy_and_value.envs.suites import NAMES, suite
+
+        try:
+            facts = suite(args.suite)
+        except KeyError:
+            raise config_error("--suite", args.suite, f"allowed: {', '.join(NAMES)}") from None
+        except ImportError as err:  # its simulator is not installed: the message names the install command
+            raise config_error("--suite", args.suite, str(err)) from None
+        allowed = (
+            f"allowed: {facts.tasks_allowed}" if args.suite == "maniskill" else f"not a task of {args.suite}"
+        )
+        _check_names("--tasks", args.tasks or [], facts.tasks, allowed)
+        args.tasks = args.tasks or facts.tasks
+        args.cameras = args.cameras or list(facts.cameras)
+        args.max_episode_steps = args.max_episode_steps or facts.step_limit(args.tasks)
+        simulator = facts.env_keys
+        cameras: tuple[str, ...] = facts.cameras
+    else:
+        from policy_and_value.envs.metaworld_tasks import CAMERAS, MT50_TASKS
+
+        if not args.tasks:
+            raise config_error(
+                "--tasks",
+                None,
+                "required (Meta-World task names) unless --suite names a LIBERO suite or maniskill",
+            )
+        _check_names(
+            "--tasks", args.tasks, MT50_TASKS, "unknown Meta-World task; allowed: MT50 names like reach-v3"
+        )
+        cameras = CAMERAS
+    args.cameras = args.cameras or ["corner"]
+    _check_names("--cameras", args.cameras, cameras, f"allowed: {', '.join(cameras)}")
+    args.max_episode_steps = args.max_episode_steps or 150
+    problem = policy_dir_problem(args.model_dir)
+    if problem is not None:
+        raise config_error("--model-dir", args.model_dir, problem)
+    saved = Pi0Config.load(Path(args.model_dir) / "config.json")
+    keys = {"env_type": "metaworld", "state_type": args.state_type}
+    if simulator is not None:
+        keys.update(state_type="proprio", **simulator)  # as evaluate_in_metaworld builds the env
+    env = EnvConfig(tasks=args.tasks, **keys)
+    action_dim, state_dim = env_sizes(env) or (saved.action_dim, saved.state_dim)
+    where = args.suite or "Meta-World"
+    if saved.action_dim != action_dim:
+        raise config_error(
+            "--model-dir", args.model_dir, f"the policy gives {saved.action_dim}-dim actions, {where} takes {action_dim}"
+        )  # fmt: skip
+    if saved.state_dim != state_dim:
+        flag, value = ("--suite", args.suite) if simulator else ("--state-type", args.state_type)
+        raise config_error(
+            flag, value, f"gives a {state_dim}-dim state, the policy in {args.model_dir} reads {saved.state_dim}"
+        )  # fmt: skip
+    return simulator
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI: load a policy directory and print success per task."""
     from policy_and_value.models.pi0 import from_pretrained
@@ -119,34 +202,11 @@ def main(argv: list[str] | None = None) -> int:
         "--layout-seed", type=int, default=0, help="which 50 layouts per task (another than training's: unseen ones)"
     )  # fmt: skip
     args = p.parse_args(argv)
-    simulator = None
-    if args.suite is not None:
-        from policy_and_value.envs.suites import NAMES, suite
-
-        try:
-            facts = suite(args.suite)
-        except KeyError:
-            p.error(f"--suite {args.suite}: allowed: {', '.join(NAMES)}")
-        except ImportError as err:  # its simulator is not installed: the message names the install command
-            p.error(f"--suite {args.suite}: {err}")
-        unknown = [t for t in args.tasks or [] if t not in facts.tasks]
-        if unknown:
-            allowed = (
-                f"allowed: {facts.tasks_allowed}"
-                if args.suite == "maniskill"
-                else f"not tasks of {args.suite}"
-            )
-            p.error(f"--tasks {' '.join(unknown)}: {allowed}")
-        args.tasks = args.tasks or facts.tasks
-        args.cameras = args.cameras or list(facts.cameras)
-        args.max_episode_steps = args.max_episode_steps or facts.step_limit(args.tasks)
-        simulator = facts.env_keys
-    if args.suite is None and not args.tasks:
-        p.error(
-            "--tasks is required (Meta-World task names) unless --suite names a LIBERO suite or maniskill"
-        )
-    args.cameras = args.cameras or ["corner"]
-    args.max_episode_steps = args.max_episode_steps or 150
+    try:
+        simulator = check_args(args)
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 2
     start = time.time()
     policy = from_pretrained(args.model_dir)
     res = evaluate_in_metaworld(

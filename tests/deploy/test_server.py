@@ -126,13 +126,15 @@ def test_pings_are_answered_during_slow_inference(served, monkeypatch):
 
 
 def test_custom_keys_and_policy_dir_without_deploy_json_needs_cameras(tmp_path):
+    import shutil
+
     from toolkits.deploy.served import ServedPolicy
 
+    bare = tmp_path / "policy"  # an imitation output: no deploy.json
+    shutil.copytree(POLICY_DIR, bare, ignore=shutil.ignore_patterns("deploy.json"))
     with pytest.raises(ValueError, match="no deploy.json; pass --cameras"):
-        ServedPolicy(POLICY_DIR)
-    served = ServedPolicy(
-        POLICY_DIR, cameras=CAMERAS, image_keys=["cam/a", "cam/b"], state_key="s", prompt_key="p"
-    )
+        ServedPolicy(bare)
+    served = ServedPolicy(bare, cameras=CAMERAS, image_keys=["cam/a", "cam/b"], state_key="s", prompt_key="p")
     obs = observation(2)
     custom = {"cam/a": obs["observation/image"], "cam/b": obs["observation/wrist_image"]}
     reply = served.infer({**custom, "s": obs["observation/state"], "p": "reach the goal position"})
@@ -151,14 +153,15 @@ def test_serve_policy_cli_serves_until_terminated(tmp_path):
     from toolkits.deploy.serve_policy import main
 
     assert main(["--policy-dir", str(tmp_path)]) == 2  # not a policy directory: one line, exit 2
+    # the shipped directory as it is: cameras, sizes and prompts from its deploy.json
     cmd = [sys.executable, "-m", "toolkits.deploy.serve_policy", "--policy-dir", str(POLICY_DIR), "--port", "0",
-           "--cameras", *CAMERAS, "--api-key", "k", "--record", str(tmp_path / "rec")]  # fmt: skip
+           "--api-key", "k", "--record", str(tmp_path / "rec")]  # fmt: skip
     proc = subprocess.Popen(
         cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ
     )
     try:
         line = proc.stdout.readline()
-        assert line.startswith("serving "), line
+        assert line.startswith("serving ") and f"cameras {CAMERAS}" in line, line
         port = int(line.split(" on ws://", 1)[1].split()[0].rsplit(":", 1)[1])
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as resp:
             assert resp.status == 200

@@ -22,6 +22,8 @@ def test_rebuild_script_writes_a_policy_and_reports_its_stages(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert (out / "sft" / "policy" / "model.safetensors").is_file()
+    shipped = REPO / "assets" / "metaworld_outcome" / "policy" / "deploy.json"  # a complete policy directory
+    assert (out / "sft" / "policy" / "deploy.json").read_bytes() == shipped.read_bytes()
     assert "prepare_outcome_start: done in" in done.stdout and "imitation policy" in done.stdout
     demos, both = (
         json.loads((out / d / "index.json").read_text())["episodes"] for d in ("demos", "demos_both")

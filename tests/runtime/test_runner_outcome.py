@@ -45,7 +45,7 @@ def test_the_start_that_aims_matches_its_checksums():
     """The shipped 20-demonstration start; its anchor's 57 demonstrations are rebuilt, so the list of their
     checksums is all it ships of them."""
     root = REPO / "assets" / "metaworld_outcome20"
-    assert assert_matches_sha256sums(root) == 5
+    assert assert_matches_sha256sums(root) == 6  # the policy directory with its deploy.json
     assert len((root / "DEMOS.SHA256SUMS").read_text().splitlines()) == 57
 
 
@@ -55,7 +55,7 @@ def test_the_start_on_both_kinds_of_frame_matches_its_checksums():
     from toolkits.base.errors import ConfigError
 
     root = REPO / "assets" / "metaworld_outcome20_both"
-    assert assert_matches_sha256sums(root) == 5
+    assert assert_matches_sha256sums(root) == 6  # the policy directory with its deploy.json
     assert len((root / "DEMOS.SHA256SUMS").read_text().splitlines()) == 114
     anchor = REPO / "assets" / "metaworld_outcome" / "demos"
     for name in ("rl_metaworld_dense_critic_20demo", "rl_metaworld_dense_wm_critic_20demo"):

@@ -5,7 +5,8 @@
 
 ``--weights rollout`` (default) takes ``rollout/model.safetensors``, the (EMA) weights evaluation ran;
 ``actor`` the model tensors of the ``actor/`` DCP folder. The policy is rebuilt from the checkpoint's
-``config.yaml`` (the job config saved beside the weights) exactly as the job built it, which needs the
+``config.yaml`` (the job config saved beside the weights) exactly as the job built it (state and action sizes
+from the job's own envs: Meta-World, LIBERO, ManiSkill or a world model), which needs the
 job's ``rollout.model_dir`` for the tokenizer and normalisation statistics (``--model-dir`` if it has
 moved), the weights are loaded strictly, LoRA adapters are merged into the base weights, and the
 directory gets ``config.json``, ``model.safetensors``, the tokenizer, ``norm_stats.json`` and
@@ -69,33 +70,65 @@ def load_job_config(checkpoint: Path) -> Any:
 
 
 def deploy_env(cfg: Any) -> Any:
-    """The env config a robot stands in for: the real-simulator one (eval, train or a train group)."""
+    """The env config a robot stands in for: the first real simulator (Meta-World, LIBERO, ManiSkill) of
+    eval, train and the train groups; ``env.train`` where there is none (imagination alone)."""
     from policy_and_value.config.env_checks import env_groups
+    from toolkits.deploy.spec import SIMULATORS
 
     candidates = [cfg.env.eval, cfg.env.train, *(c for _, c in env_groups(cfg.env.train))]
     for env in candidates:
-        if env is not None and env.env_type == "metaworld":
+        if env is not None and env.env_type in SIMULATORS:
             return env
     return cfg.env.train
 
 
-def policy_env_spec(cfg: Any) -> Any:
-    """The ``EnvSpec`` the job built its policy for (what env worker 0 reports for ``env.train``)."""
+def job_sizes(cfg: Any, checkpoint: Path) -> tuple[int, int]:
+    """(action_dim, state_dim) of the policy the job built: what its envs give (``env_sizes``: the train env
+    or its groups, then eval; the validated job has them agree), ``model.action_dim`` when set."""
+    from policy_and_value.config.env_checks import env_groups
+    from policy_and_value.config.sizes import env_sizes
+
+    train = cfg.env.train
+    envs = [c for _, c in env_groups(train)] or [train]
+    unknown = []
+    for env in [*envs, cfg.env.eval]:
+        if env is None:
+            continue
+        try:
+            sizes = env_sizes(env)
+        except OSError:  # a world-model env whose model folder is gone: the job's other envs tell
+            sizes = None
+        if sizes is not None:
+            return cfg.model.action_dim or sizes[0], sizes[1]
+        unknown.append(env.dynamics_model_config or "no dynamics_model_config")
+    raise ExportError(
+        f"{checkpoint / 'config.yaml'}: cannot tell the policy's state and action sizes: the job's envs are world "
+        f"models whose model folders are missing ({', '.join(unknown)}); restore env.train.dynamics_model_config"
+    )
+
+
+def policy_env_spec(cfg: Any, checkpoint: Path) -> Any:
+    """The ``EnvSpec`` the job built its policy for (what env worker 0 reports for ``env.train``): sizes of
+    the job's own envs (Meta-World, LIBERO, ManiSkill or a world model), the tasks of the train env or
+    of its groups."""
+    from policy_and_value.config.env_checks import env_groups
     from policy_and_value.envs.base import EnvSpec
-    from policy_and_value.envs.metaworld_tasks import FULL_STATE_DIM, PROPRIO_DIM
 
     train = cfg.env.train
     if train.env_type == "gym":
         raise ExportError(
-            "env.train.env_type=gym: export_policy exports pi0 policies of Meta-World / world-model jobs"
+            "env.train.env_type=gym: export_policy exports pi0 policies of Meta-World, LIBERO, ManiSkill or "
+            "world-model jobs (gym envs give no camera images)"
         )
-    action_dim = cfg.model.action_dim or 4
+    action_dim, state_dim = job_sizes(cfg, checkpoint)
+    envs = [c for _, c in env_groups(train)] or [train]
+    first = envs[0]
     return EnvSpec(
         action_dim=action_dim,
-        num_action_chunks=cfg.model.num_action_chunks or train.num_action_chunks,
-        state_dim=FULL_STATE_DIM if train.state_type == "full" else PROPRIO_DIM,
-        image_shape=(len(train.cameras), train.image_size, train.image_size),
-        tasks=tuple(train.tasks),
+        num_action_chunks=cfg.model.num_action_chunks or first.num_action_chunks,
+        state_dim=state_dim,
+        image_shape=(len(first.cameras), first.image_size, first.image_size),
+        tasks=tuple(dict.fromkeys(t for env in envs for t in env.tasks)),
         action_low=(-1.0,) * action_dim,
         action_high=(1.0,) * action_dim,
     )
@@ -175,30 +208,27 @@ def merged_policy(policy: Any) -> Any:
 
 
 def deploy_spec(cfg: Any, policy: Any, checkpoint: Path, weights: str) -> Any:
-    """``deploy.json`` of the exported policy: the robot-facing env's cameras and sizes, and the prompts."""
+    """``deploy.json`` of the exported policy: the robot-facing env's cameras, state type and episode limit,
+    the policy's sizes, and the instructions of every task the job trained or evaluated on."""
     from policy_and_value.config.env_checks import env_groups
-    from policy_and_value.models.pi0.factory import task_prompts
     from toolkits.base.checkpoint import named_step
-    from toolkits.deploy.spec import DeploySpec
+    from toolkits.deploy.spec import spec_for_env
 
     env = deploy_env(cfg)
     tasks: list[str] = []
     for e in (cfg.env.train, cfg.env.eval, *(c for _, c in env_groups(cfg.env.train))):
         tasks += [t for t in (e.tasks if e is not None else []) if t not in tasks]
-    step = named_step(str(checkpoint))
-    pcfg = policy.cfg
-    return DeploySpec(
-        cameras=list(env.cameras), image_size=pcfg.vision.image_size, state_dim=pcfg.state_dim,
-        action_dim=pcfg.action_dim, chunk_size=pcfg.num_action_chunks,
-        prompts=dict(zip(tasks, task_prompts(tasks), strict=True)), state_type=env.state_type,
-        action_low=[-1.0] * pcfg.action_dim, action_high=[1.0] * pcfg.action_dim,
-        max_episode_steps=env.max_episode_steps,
-        source={
-            "checkpoint": str(checkpoint.resolve()), "weights": weights,
-            "global_step": step,
-            "experiment": cfg.runner.logger.experiment_name, "lora_merged": bool(cfg.model.pi0.get("is_lora")),
-        },
-    )  # fmt: skip
+    source = {
+        "checkpoint": str(checkpoint.resolve()), "weights": weights, "global_step": named_step(str(checkpoint)),
+        "experiment": cfg.runner.logger.experiment_name, "lora_merged": bool(cfg.model.pi0.get("is_lora")),
+    }  # fmt: skip
+    where = f"{checkpoint / 'config.yaml'}: env.{'eval' if env is cfg.env.eval else 'train'}"
+    try:
+        return spec_for_env(policy.cfg, env, tasks, source)
+    except KeyError as err:
+        raise ExportError(f"{where}: {err.args[0]}") from None
+    except (ValueError, ImportError) as err:
+        raise ExportError(f"{where}: {' '.join(str(err).split())}") from None
 
 
 def check_output(out: Path, checkpoint: Path) -> None:
@@ -232,7 +262,7 @@ def export_policy(
             f"model.policy_type={cfg.model.policy_type} (in {ckpt / 'config.yaml'}): export_policy writes pi0/pi05 "
             "directories; convert_dcp_to_state_dict.py exports the actor-critics' weights"
         )
-    spec = policy_env_spec(cfg)
+    spec = policy_env_spec(cfg, ckpt)
     init_dir = resolve_model_dir(cfg, model_dir, ckpt)
     torch.manual_seed(cfg.runner.seed)  # as the workers build it (every weight is then overwritten)
     policy = make_policy(

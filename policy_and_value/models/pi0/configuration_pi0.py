@@ -267,3 +267,34 @@ def architecture_differences(expected: Pi0Config, actual: Pi0Config) -> list[str
         elif a != b:
             diffs.append(f"{name}: {a} -> {b}")
     return diffs
+
+
+POLICY_DIR_FILES = ("config.json", "model.safetensors")
+POLICY_DIR_EXPECTED = "expected config.json + model.safetensors from train_sft or export_policy"
+
+
+def policy_dir_problem(directory: str | Path) -> str | None:
+    """Why ``directory`` is not a pi0 policy directory (one phrase for a ``config error`` line), or None
+    when it has the files ``from_pretrained`` reads first and a pi0 ``config.json``; reads no weights."""
+    path = Path(directory)
+    if not path.exists():
+        return f"no such policy directory ({POLICY_DIR_EXPECTED})"
+    if not path.is_dir():
+        return f"not a directory ({POLICY_DIR_EXPECTED})"
+    missing = [name for name in POLICY_DIR_FILES if not (path / name).is_file()]
+    if missing:
+        return f"not a policy directory: no {' and no '.join(missing)} ({POLICY_DIR_EXPECTED})"
+    try:
+        data = json.loads((path / "config.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        return f"config.json is unreadable ({' '.join(str(err).split())})"
+    model_type = data.get("model_type") if isinstance(data, dict) else None
+    if model_type not in ("pi0", "pi05"):
+        return (
+            f"config.json is a {model_type or 'non-model'} config, not a pi0 policy's ({POLICY_DIR_EXPECTED})"
+        )
+    try:
+        Pi0Config.from_dict(data)
+    except (TypeError, ValueError) as err:
+        return f"config.json is not a pi0 config this version reads ({' '.join(str(err).split())})"
+    return None
