@@ -1,7 +1,7 @@
 """Rollout/training overlap: mean step time with ``rollout.overlap_training`` against the serial loop, same
 job, separate placement (rollout and actor on their own devices), measured in one run.
 
-    .venv/bin/python benchmarks/overlap.py [--config ppo_metaworld] [--steps 8] [key=value ...]
+    .venv/bin/python benchmarks/overlap.py [--config ppo_cnn_metaworld] [--steps 8] [key=value ...]
 
 Steps 2..N are timed (the first pays start-up and is never overlapped); no checkpoints or evaluations,
 so every step but the last generates the next batch while the actor trains. Prints both means and the
@@ -36,7 +36,7 @@ def mean_times(config: str, overrides: list[str], overlap: bool, steps: int, roo
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--config", default="ppo_metaworld")
+    p.add_argument("--config", default="ppo_cnn_metaworld")
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("overrides", nargs="*")
     args = p.parse_args()

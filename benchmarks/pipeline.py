@@ -6,7 +6,7 @@ prints env steps/s during ``generate_rollouts`` and the share of step time that 
 compute (rollout + actor) and neither (transfers, weight sync, waiting), measured from the compute
 intervals every worker records, in the same run.
 
-    .venv/bin/python benchmarks/pipeline.py [--config ppo_metaworld] [--steps 4] [--num-envs 8] [key=value ...]
+    .venv/bin/python benchmarks/pipeline.py [--config ppo_cnn_metaworld] [--steps 4] [--num-envs 8] [key=value ...]
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def measure(config: str, stages: int, steps: int, num_envs: int, extra: list[str
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="ppo_metaworld")
+    parser.add_argument("--config", default="ppo_cnn_metaworld")
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("overrides", nargs="*")

@@ -1,6 +1,6 @@
 """Open-loop imagination over several action chunks, each chunk imagined from the frames (and state)
 imagined before, as the world-model env steps: for benchmarks that compare imagined outcomes with real
-ones (``benchmarks/wm_fidelity.py``, ``benchmarks/wm_action_ranking.py``).
+ones (``experiments.harness.wm_fidelity``, ``experiments.harness.wm_action_ranking``).
 """
 
 from __future__ import annotations

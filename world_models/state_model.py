@@ -5,7 +5,7 @@ Each of ``ensemble_size`` members maps (normalised state, the chunk's actions, t
 every action of the chunk (as changes from the chunk's start, scaled per dimension by the typical change
 over one chunk), a second head maps (state, task) to the logit that the task is solved in that state, and
 an optional third (``reward_head``) to the simulator's reward for the action that led to that state (its
-shaped reward is a function of the state: ``benchmarks/state_reward_fit.py``).
+shaped reward is a function of the state: ``experiments.harness.state_reward_fit``).
 Members differ by initialisation and training batches; each member rolls its own trajectory, so their
 disagreement grows where the model has not seen the data (``disagreement``: the hallucination signal).
 All members run as one batched matmul per layer (``EnsembleLinear``), no Python loop over members.

@@ -19,7 +19,7 @@ from policy_and_value.algorithms.advantages import (
     mixed_groups,
     normalize_advantages,
 )
-from policy_and_value.config.schema import AlgorithmConfig
+from policy_and_value.config.schema import AblationConfig, AlgorithmConfig
 
 
 def assign_credit(
@@ -28,14 +28,17 @@ def assign_credit(
     shuffle_gen: torch.Generator,
     group: dist.ProcessGroup | None = None,
     env_groups: list[str] | None = None,
+    ablation: AblationConfig | None = None,
 ) -> dict[str, float]:
     """Set ``traj``'s "advantages", "returns" and "values" (the rollout's values less the bootstrap row,
     zeros without a critic) from its rewards; GRPO's ``drop_uniform_groups`` also narrows "loss_mask".
 
     ``group``: the ranks whose whole batch normalises the advantages. ``env_groups``: the names of the
     mixed env's groups that ``traj["env_group"]`` indexes (``normalize_advantages_by: env_group`` whitens
-    each group's advantages on its own). Returns the rollout metrics (the raw advantages' and the
+    each group's advantages on its own). ``ablation``: the job's control, if any (shuffled or reversed
+    advantages; ``AblationConfig``). Returns the rollout metrics (the raw advantages' and the
     returns' range, GRPO's group spread, each env group's raw advantage mean and spread, its mean return)."""
+    ablation = ablation or AblationConfig()
     mask = traj["loss_mask"]
     spread: dict[str, float] = {}
     if algo.adv_type == "gae":
@@ -57,13 +60,15 @@ def assign_credit(
             adv, mask, group=group,
             segments=segments if by_group else None, num_segments=len(env_groups) if by_group else 1,
         )  # fmt: skip
-    adv = adv * (-algo.advantage_scale if algo.reverse_advantages else algo.advantage_scale)
+    adv = adv * (-algo.advantage_scale if ablation.reverse_advantages else algo.advantage_scale)
     valid = expand_mask(mask, raw).bool()
     seg = None if segments is None else expand_mask(segments, raw).long()  # each chunk's env group
-    if algo.shuffle_advantages or algo.shuffle_advantages_of:  # ablation: the same values, to random chunks
+    if (
+        ablation.shuffle_advantages or ablation.shuffle_advantages_of
+    ):  # ablation: the same values, to random chunks
         pick = valid
-        if algo.shuffle_advantages_of:  # only these env groups' chunks, each group among its own
-            pick = valid & torch.isin(seg, _group_ids(algo, env_groups))
+        if ablation.shuffle_advantages_of:  # only these env groups' chunks, each group among its own
+            pick = valid & torch.isin(seg, _group_ids(ablation, env_groups))
         adv = adv.clone()
         values = adv[pick]
         adv[pick] = values[torch.randperm(values.numel(), generator=shuffle_gen).to(values.device)]
@@ -100,6 +105,6 @@ def _per_group(
     return out
 
 
-def _group_ids(algo: AlgorithmConfig, names: list[str] | None) -> torch.Tensor:
-    """The indices of ``algorithm.shuffle_advantages_of``'s env groups (validated to exist)."""
-    return torch.tensor([(names or []).index(name) for name in algo.shuffle_advantages_of])
+def _group_ids(ablation: AblationConfig, names: list[str] | None) -> torch.Tensor:
+    """The indices of ``ablation.shuffle_advantages_of``'s env groups (validated to exist)."""
+    return torch.tensor([(names or []).index(name) for name in ablation.shuffle_advantages_of])

@@ -97,20 +97,21 @@ def check_algorithm(cfg: JobConfig) -> None:
         raise config_error(
             "algorithm.grpo_return", algo.grpo_return, f"credits GRPO's chunks: needs adv_type grpo, not {algo.adv_type}"
         )  # fmt: skip
-    if algo.shuffle_advantages and algo.reverse_advantages:
+    ablation = cfg.ablation
+    if ablation.shuffle_advantages and ablation.reverse_advantages:
         raise config_error(
-            "algorithm.reverse_advantages", True, "one advantage ablation at a time: shuffle_advantages is true too"
+            "ablation.reverse_advantages", True, "one advantage ablation at a time: shuffle_advantages is true too"
         )  # fmt: skip
-    if algo.shuffle_advantages_of:
+    if ablation.shuffle_advantages_of:
         names = [str(g.get("name")) for g in env.groups]
-        unknown = [n for n in algo.shuffle_advantages_of if n not in names]
+        unknown = [n for n in ablation.shuffle_advantages_of if n not in names]
         if unknown:
             raise config_error(
-                "algorithm.shuffle_advantages_of", unknown[0], f"names env groups: one of {names or 'env.train.groups (none set)'}"
+                "ablation.shuffle_advantages_of", unknown[0], f"names env groups: one of {names or 'env.train.groups (none set)'}"
             )  # fmt: skip
-        if algo.shuffle_advantages or algo.reverse_advantages:
+        if ablation.shuffle_advantages or ablation.reverse_advantages:
             raise config_error(
-                "algorithm.shuffle_advantages_of", algo.shuffle_advantages_of,
+                "ablation.shuffle_advantages_of", ablation.shuffle_advantages_of,
                 "one advantage ablation at a time: shuffle_advantages or reverse_advantages is true too",
             )  # fmt: skip
     if algo.imitation_replay_size and algo.imitation_min_advantage is None:

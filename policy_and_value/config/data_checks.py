@@ -10,21 +10,21 @@ from typing import Any
 from policy_and_value.config.schema import JobConfig
 from toolkits.base.errors import config_error
 
-# The folders shipped configs read that a script builds instead of the repo shipping them, and that script.
-BUILT_BY_SCRIPT = {
-    "data/outcome_start20": "DEMOS=20 DEMOS_ONLY=1 bash scripts/prepare_outcome_start.sh data/outcome_start20",
-    "data/outcome_start20_both": "DEMOS=20 DEMOS_ONLY=1 REDRAW_CONFIG=rl_metaworld_dense_wm_critic_20demo "
-    "bash scripts/prepare_outcome_start.sh data/outcome_start20_both",
-    "logs/libero_loop": "bash scripts/libero_loop.sh",
-    "data/coevolution20_both": "bash scripts/prepare_coevolution_data.sh data/coevolution20_both",
+# The folders shipped configs read that a recipe builds instead of the repo shipping them, and that recipe.
+BUILT_BY_RECIPE = {
+    "data/outcome_start20": "worldrl recipe outcome-start --out data/outcome_start20 --demos 20 --demos-only",
+    "data/outcome_start20_both": "worldrl recipe outcome-start --out data/outcome_start20_both --demos 20 --demos-only "
+    "--redraw-config rl_metaworld_dense_wm_critic_20demo",
+    "logs/libero_loop": "worldrl recipe libero-loop --out logs/libero_loop",
+    "data/coevolution20_both": "worldrl recipe coevolution-data --out data/coevolution20_both",
 }
 
 
 def build_hint(path: str) -> str:
-    """`` (build it with: COMMAND)`` when a script of this repo builds ``path`` (shipped configs point there), else
+    """`` (build it with: COMMAND)`` when a recipe of this repo builds ``path`` (shipped configs point there), else
     ``""``: the end of a missing-folder error."""
     norm = os.path.normpath(path)
-    for folder, command in BUILT_BY_SCRIPT.items():
+    for folder, command in BUILT_BY_RECIPE.items():
         if norm == folder or norm.startswith(folder + os.sep):
             return f" (build it with: {command})"
     return ""

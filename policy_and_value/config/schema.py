@@ -59,16 +59,6 @@ class AlgorithmConfig(Strict):
     # offline chunks (IL: RISE's data balance, offline share coef/(1+coef); RL: a BC term next to PPO)
     offline_data_path: str | None = None
     offline_data_coef: float = Field(0.0, ge=0.0)  # 0 disables; > 0 needs offline_data_path and pi0/pi05
-    # ablation: permute the advantages among this rank's chunks after normalising (same distribution,
-    # no link to what each chunk did): what remains of a gain is not the advantages' doing
-    shuffle_advantages: bool = False
-    # the same ablation on some env groups of a mixed env only (their names): e.g. [imagined] keeps the real
-    # chunks' advantages and hands the imagined ones' to random imagined chunks, so what imagination adds
-    # over its own extra updates shows
-    shuffle_advantages_of: list[str] = Field(default_factory=list)
-    # ablation: negate the advantages after normalising (the update favours what imagination scored
-    # worse); against the true advantages this doubles what they contribute, so a small effect shows
-    reverse_advantages: bool = False
     # IL: chunks whose advantage (normalised, scaled) is below this are left out of the imitation loss
     # (filtered behaviour cloning: only the better samples are imitated, so the update selects rather
     # than only relabels); None imitates every chunk with its bin (RISE)
@@ -121,6 +111,23 @@ class AlgorithmConfig(Strict):
     entropy_bonus: float = Field(0.0, ge=0.0)
     # PPO: skip the rest of a training step's minibatches once one's approx. KL to the rollout policy exceeds this
     target_kl: float | None = Field(None, gt=0.0)
+
+
+# ---------------------------------------------------------------------------------------------- ablation
+class AblationConfig(Strict):
+    """The controls a learning claim stands beside: the same advantages with their link to the chunks cut or
+    turned round, so what remains of a gain is not the advantages' doing. At most one is on."""
+
+    # permute the advantages among this rank's chunks after normalising (same distribution,
+    # no link to what each chunk did): what remains of a gain is not the advantages' doing
+    shuffle_advantages: bool = False
+    # the same ablation on some env groups of a mixed env only (their names): e.g. [imagined] keeps the real
+    # chunks' advantages and hands the imagined ones' to random imagined chunks, so what imagination adds
+    # over its own extra updates shows
+    shuffle_advantages_of: list[str] = Field(default_factory=list)
+    # negate the advantages after normalising (the update favours what imagination scored
+    # worse); against the true advantages this doubles what they contribute, so a small effect shows
+    reverse_advantages: bool = False
 
 
 # --------------------------------------------------------------------------------------------- env
@@ -311,6 +318,7 @@ class JobConfig(Strict):
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    ablation: AblationConfig = Field(default_factory=AblationConfig)
     env: EnvGroupConfig = Field(default_factory=EnvGroupConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)

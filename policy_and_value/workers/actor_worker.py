@@ -178,7 +178,7 @@ class ActorWorker(Worker):
         cfg, algo = self.cfg, self.cfg.algorithm
         traj = cat_shards(list(shards))
         group = dist.group.WORLD if self.group_ready else None
-        metrics = assign_credit(traj, algo, self.shuffle_gen, group, self.env_group_names)
+        metrics = assign_credit(traj, algo, self.shuffle_gen, group, self.env_group_names, self.cfg.ablation)
         t_adv = time.perf_counter() - t0
 
         T = traj["actions"].shape[0]

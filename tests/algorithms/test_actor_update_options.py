@@ -1,6 +1,6 @@
 """Options of the actor's update: ``algorithm.target_kl`` stops a PPO training step once the policy has
-moved further than this from the rollout policy (approx. KL); ``algorithm.shuffle_advantages`` (an
-ablation) hands the same advantages to random chunks and ``algorithm.reverse_advantages`` (another)
+moved further than this from the rollout policy (approx. KL); ``ablation.shuffle_advantages`` (an
+ablation) hands the same advantages to random chunks and ``ablation.reverse_advantages`` (another)
 negates them; ``algorithm.imitation_min_advantage`` (IL) imitates only the chunks at or above it."""
 
 from __future__ import annotations
@@ -74,7 +74,9 @@ def ranked_shard(observations) -> dict:
 def advantages_of(actor: ActorWorker, shard: dict) -> torch.Tensor:
     """The actor's (normalised, ablated) advantages of ``shard``, computed on a copy."""
     traj = dict(shard, values=shard["values"].clone())
-    assign_credit(traj, actor.cfg.algorithm, actor.shuffle_gen, None, actor.env_group_names)
+    assign_credit(
+        traj, actor.cfg.algorithm, actor.shuffle_gen, None, actor.env_group_names, actor.cfg.ablation
+    )
     return traj["advantages"]
 
 
@@ -86,14 +88,14 @@ def plain_and_ablated_advantages(observations, ablation: str) -> tuple[torch.Ten
 
 def test_shuffled_advantages_keep_their_values_not_their_chunks(observations):
     """The ablation permutes the normalised advantages among the valid chunks: same values, other order."""
-    plain, shuffled = plain_and_ablated_advantages(observations, "algorithm.shuffle_advantages=true")
+    plain, shuffled = plain_and_ablated_advantages(observations, "ablation.shuffle_advantages=true")
     assert torch.equal(plain.sort().values, shuffled.sort().values)
     assert not torch.equal(plain, shuffled)
 
 
 def test_reversed_advantages_are_the_negated_ones(observations):
     """The reverse ablation hands every chunk minus its normalised advantage."""
-    plain, reversed_ = plain_and_ablated_advantages(observations, "algorithm.reverse_advantages=true")
+    plain, reversed_ = plain_and_ablated_advantages(observations, "ablation.reverse_advantages=true")
     assert plain.abs().sum() > 0
     assert torch.equal(reversed_, -plain)
 
@@ -288,7 +290,9 @@ def test_advantages_normalised_by_env_group(observations, by):
     shard = dict(ranked_shard(observations), env_group=HALVES)
     shard["rewards"] = shard["rewards"] * torch.tensor([[1.0] * 8 + [10.0] * 8])
     traj = dict(shard, values=shard["values"].clone())
-    metrics = assign_credit(traj, actor.cfg.algorithm, actor.shuffle_gen, None, actor.env_group_names)
+    metrics = assign_credit(
+        traj, actor.cfg.algorithm, actor.shuffle_gen, None, actor.env_group_names, actor.cfg.ablation
+    )
     adv = traj["advantages"][0]
     small, large = adv[:8], adv[8:]
     if by == "env_group":
@@ -308,7 +312,7 @@ def test_shuffling_one_env_groups_advantages(observations):
     where they were: the ablation of one group's signal (e.g. the imagined envs') beside the other's."""
     shard = dict(ranked_shard(observations), env_group=HALVES)
     plain = advantages_of(make_actor(GROUPS % 1), shard)[0]
-    shuffled = advantages_of(make_actor(GROUPS % 1, "algorithm.shuffle_advantages_of=[b]"), shard)[0]
+    shuffled = advantages_of(make_actor(GROUPS % 1, "ablation.shuffle_advantages_of=[b]"), shard)[0]
     assert torch.equal(shuffled[:8], plain[:8])
     assert not torch.equal(shuffled[8:], plain[8:])
     assert torch.equal(shuffled[8:].sort().values, plain[8:].sort().values)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from policy_and_value.algorithms import assign_credit
-from policy_and_value.config.schema import AlgorithmConfig
+from policy_and_value.config.schema import AblationConfig, AlgorithmConfig
 
 
 def trajectory(with_values: bool = True) -> dict:
@@ -23,7 +23,10 @@ def trajectory(with_values: bool = True) -> dict:
 
 def credit(**algo) -> tuple[dict, dict]:
     traj = trajectory(algo.pop("with_values", True))
-    metrics = assign_credit(traj, AlgorithmConfig(**algo), torch.Generator().manual_seed(1))
+    ablation = AblationConfig(**{k: algo.pop(k) for k in list(algo) if k in AblationConfig.model_fields})
+    metrics = assign_credit(
+        traj, AlgorithmConfig(**algo), torch.Generator().manual_seed(1), ablation=ablation
+    )
     return traj, metrics
 
 

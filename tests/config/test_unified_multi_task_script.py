@@ -1,4 +1,4 @@
-"""scripts/run_embodiment_ray_unified_multi_task.sh: CONFIG is optional (multitask_mt10), overrides follow,
+"""scripts/run_embodiment_ray_unified_multi_task.sh: CONFIG is optional (ppo_pi0_mt10), overrides follow,
 and the job is validated before Ray starts (a bad task_weights ends it with one line and exit code 2)."""
 
 import subprocess
@@ -9,7 +9,7 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "run_embodiment_ray_unified_multi_task.sh"
 
 
-@pytest.mark.parametrize("config", [[], ["multitask_mt10"]])
+@pytest.mark.parametrize("config", [[], ["ppo_pi0_mt10"]])
 def test_the_default_config_is_mt10_and_bad_weights_stop_it_before_ray(config, tmp_path):
     run = subprocess.run(
         ["bash", str(SCRIPT), *config, "env.train.task_weights=[1,1]", f"runner.logger.log_path={tmp_path}"],

@@ -8,14 +8,14 @@ import pytest
 
 from policy_and_value.config import data_checks, load_config
 from policy_and_value.envs.metaworld_tasks import MT10_TASKS, MT50_TASKS
-from toolkits.base.compose import available_configs
+from toolkits.base.compose import CONFIG_DIR, EXPERIMENT_CONFIG_DIR, available_configs
 from toolkits.base.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 RESET_EPISODES = REPO / "assets" / "quickstart" / "reset_episodes"  # reach, drawer-close, button-press
-# configs that read folders a script builds (data_checks.BUILT_BY_SCRIPT; each validated with tiny models in the
-# script's own test): until it has run, validation stops at the first such folder and names the script
-BUILT_BY_SCRIPT = {
+# configs that read folders a recipe builds (data_checks.BUILT_BY_RECIPE; each validated with tiny models in the
+# recipe's own test): until it has run, validation stops at the first such folder and names the recipe
+BUILT_BY_RECIPE = {
     "rl_release_libero",
     "rl_metaworld_dense_critic_20demo",
     "rl_metaworld_dense_wm_critic_20demo",
@@ -26,23 +26,70 @@ BUILT_BY_SCRIPT = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(available_configs()))
+JOBS = sorted(available_configs())
+ARMS = sorted(available_configs(EXPERIMENT_CONFIG_DIR))
+
+
+@pytest.mark.parametrize("name", JOBS + ARMS)
 def test_shipped_configs_compose_and_validate(name):
-    if "SET_ME" in (REPO / "configs" / f"{name}.yaml").read_text():
+    root = CONFIG_DIR if name in JOBS else EXPERIMENT_CONFIG_DIR
+    if "SET_ME" in (root / f"{name}.yaml").read_text():
         # needs the user's models (rl_release_full): validated with them in test_full_size_config.py
         with pytest.raises(ConfigError, match="SET_ME"):
             load_config(name, [])
         return
-    if name in BUILT_BY_SCRIPT:
+    if name in BUILT_BY_RECIPE:
         try:
             load_config(name, [])
-        except ConfigError as err:  # only a folder the script has not built (yet) may be missing
-            assert any(f"build it with: {cmd}" in str(err) for cmd in data_checks.BUILT_BY_SCRIPT.values()), (
+        except ConfigError as err:  # only a folder the recipe has not built (yet) may be missing
+            assert any(f"build it with: {cmd}" in str(err) for cmd in data_checks.BUILT_BY_RECIPE.values()), (
                 err
             )
         return
     cfg = load_config(name, [])
     assert cfg.runner.max_steps >= 1
+
+
+def _parents(path: Path) -> list[str]:
+    """The job configs a config's defaults list extends (not group choices such as ``env@env.train: ...``)."""
+    import yaml
+
+    defaults = yaml.safe_load(path.read_text()).get("defaults", [])
+    return [d for d in defaults if isinstance(d, str) and d != "_self_"]
+
+
+def _depth(name: str) -> int:
+    root = CONFIG_DIR if (CONFIG_DIR / f"{name}.yaml").is_file() else EXPERIMENT_CONFIG_DIR
+    return max((1 + _depth(parent) for parent in _parents(root / f"{name}.yaml")), default=0)
+
+
+def test_a_newcomer_chooses_among_at_most_twelve_jobs_each_with_a_one_line_header():
+    """configs/ holds the user-facing jobs only; research arms live in experiments/configs/."""
+    assert 1 <= len(JOBS) <= 12, JOBS
+    for name, header in available_configs().items():
+        assert header and len(header) <= 130, (name, header)
+        assert _depth(name) <= 1, name  # a job extends at most one other job (quickstart: rl_release)
+
+
+@pytest.mark.parametrize("name", ARMS)
+def test_a_research_arm_inherits_at_most_two_levels(name):
+    assert _depth(name) <= 2, (name, _parents(EXPERIMENT_CONFIG_DIR / f"{name}.yaml"))
+
+
+def test_an_unknown_config_lists_the_jobs_and_the_research_arms():
+    with pytest.raises(
+        ConfigError,
+        match=r"CONFIG='ppo_pi0_metaword': no such config; jobs: .*ppo_pi0_metaworld.*research arms",
+    ):
+        load_config("ppo_pi0_metaword", [])
+
+
+def test_a_config_file_anywhere_composes_the_shipped_groups(tmp_path):
+    """A YAML path as CONFIG: its own folder first, then configs/ and experiments/configs/ (groups and parents)."""
+    path = tmp_path / "mine.yaml"
+    path.write_text("defaults:\n  - ppo_mlp_cartpole\n  - _self_\n\nrunner:\n  max_steps: 3\n")
+    cfg = load_config(str(path), [])
+    assert cfg.runner.max_steps == 3 and cfg.env.train.tasks == ["CartPole-v1"]
 
 
 def test_a_logger_backend_that_is_not_installed_is_named_with_its_install_command(monkeypatch):
@@ -53,7 +100,7 @@ def test_a_logger_backend_that_is_not_installed_is_named_with_its_install_comman
         importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a)
     )
     with pytest.raises(ConfigError, match=r"logger_backends.*wandb.*pip install wandb"):
-        load_config("ppo_gym_cartpole", ["runner.logger.logger_backends=[wandb]"])
+        load_config("ppo_mlp_cartpole", ["runner.logger.logger_backends=[wandb]"])
 
 
 def test_overrides_need_not_know_which_keys_a_file_sets():
@@ -108,7 +155,7 @@ def checkpoint_missing_actor(tmp_path):
 
 def test_resume_dir_that_is_not_a_checkpoint(checkpoint_missing_actor):
     with pytest.raises(ConfigError, match=r"actor/\.metadata: missing"):
-        load_config("ppo_gym_cartpole", [f"runner.resume_dir={checkpoint_missing_actor}"])
+        load_config("ppo_mlp_cartpole", [f"runner.resume_dir={checkpoint_missing_actor}"])
 
 
 @pytest.fixture()
@@ -126,17 +173,17 @@ def complete_checkpoint(tmp_path):
     "damaged", ["runner_state.pt", "actor/__0_0.distcp", "actor/.metadata", "rollout/model.safetensors"]
 )
 def test_truncated_checkpoint_file_is_named_before_ray_starts(complete_checkpoint, damaged):
-    load_config("ppo_gym_cartpole", [f"runner.resume_dir={complete_checkpoint}"])  # complete: accepted
+    load_config("ppo_mlp_cartpole", [f"runner.resume_dir={complete_checkpoint}"])  # complete: accepted
     path = complete_checkpoint / damaged
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     with pytest.raises(ConfigError) as e:
-        load_config("ppo_gym_cartpole", [f"runner.resume_dir={complete_checkpoint}"])
+        load_config("ppo_mlp_cartpole", [f"runner.resume_dir={complete_checkpoint}"])
     assert "\n" not in str(e.value) and f"{path}:" in str(e.value), str(e.value)
 
 
 def test_cli_rejects_bad_override_with_exit_2_before_starting_ray():
     proc = subprocess.run(
-        ["bash", str(REPO / "scripts" / "run_embodiment.sh"), "ppo_gym_cartpole", "actor.micro_batch_size=0"],
+        ["bash", str(REPO / "scripts" / "run_embodiment.sh"), "ppo_mlp_cartpole", "actor.micro_batch_size=0"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -157,7 +204,7 @@ def test_cli_help_lists_configs():
         timeout=120,
     )
     assert proc.returncode == 0
-    for name in ("ppo_metaworld", "ppo_gym_cartpole", "grpo_metaworld"):
+    for name in ("ppo_cnn_metaworld", "ppo_mlp_cartpole", "grpo_cnn_metaworld"):
         assert name in proc.stdout
 
 
@@ -184,19 +231,21 @@ def test_policy_config_name_is_checked_against_the_saved_policy(tmp_path):
     with pytest.raises(ConfigError, match="model.pi0.preset is 'tiny'"):
         load_config("ppo_pi0_metaworld", ["algorithm.policy_config_name=pi05", "model.pi0.preset=tiny"])
     with pytest.raises(ConfigError, match="only used with model.policy_type pi0"):
-        load_config("ppo_metaworld", ["algorithm.policy_config_name=tiny"])
+        load_config("ppo_cnn_metaworld", ["algorithm.policy_config_name=tiny"])
 
 
 def test_num_group_envs_sets_the_number_of_train_envs():
     cfg = load_config(
-        "ppo_metaworld",
+        "ppo_cnn_metaworld",
         ["algorithm.num_group_envs=3", "actor.global_batch_size=75", "actor.micro_batch_size=25"],
     )
     assert cfg.env.train.num_envs == 3  # 3 groups x group_size 1 x 1 env rank x 1 stage
-    cfg = load_config("grpo_metaworld", ["algorithm.num_group_envs=2"])
+    cfg = load_config("grpo_cnn_metaworld", ["algorithm.num_group_envs=2"])
     assert cfg.env.train.num_envs == 2 * cfg.algorithm.group_size
     with pytest.raises(ConfigError, match=r"algorithm.num_group_envs=4: gives 4 train envs .* add up to 6"):
-        load_config("ppo_metaworld", ["algorithm.num_group_envs=4", "env.train.groups=[{name:a,num_envs:6}]"])
+        load_config(
+            "ppo_cnn_metaworld", ["algorithm.num_group_envs=4", "env.train.groups=[{name:a,num_envs:6}]"]
+        )
 
 
 def test_offline_data_covering_the_train_tasks_and_cameras_is_accepted():
@@ -226,11 +275,11 @@ def test_a_sharded_optimiser_checkpoint_needs_every_rank_file(complete_checkpoin
     ):
         verify_checkpoint(str(complete_checkpoint))
     with pytest.raises(ConfigError, match=r"actor.shard_optimizer=False: .* sharded over 2 actor ranks"):
-        load_config("ppo_gym_cartpole", [f"runner.resume_dir={complete_checkpoint}"])
+        load_config("ppo_mlp_cartpole", [f"runner.resume_dir={complete_checkpoint}"])
 
 
 def test_the_critic_group_puts_the_critic_recipe_on_another_job():
-    """``+critic=state`` on the GRPO recipe gives the critic recipe (both read configs/critic/state.yaml)."""
+    """``+critic=state`` on the GRPO recipe gives the critic recipe (both read experiments/configs/critic/state.yaml)."""
     recipe = load_config("rl_metaworld_dense_critic", [])
     added = load_config(
         "rl_metaworld_dense_ppo",
@@ -240,9 +289,10 @@ def test_the_critic_group_puts_the_critic_recipe_on_another_job():
     assert added.model_dump() == recipe.model_dump()
 
 
-def test_a_missing_folder_a_script_builds_names_that_script():
+def test_a_missing_folder_a_recipe_builds_names_that_recipe():
     with pytest.raises(
-        ConfigError, match=r"offline_data_path.*build it with: DEMOS=20 DEMOS_ONLY=1 bash scripts/prepare"
+        ConfigError,
+        match=r"offline_data_path.*build it with: worldrl recipe outcome-start --out data/outcome_start20",
     ):
         load_config(
             "rl_metaworld_dense_critic_20demo", ["algorithm.offline_data_path=data/outcome_start20/gone"]

@@ -48,7 +48,7 @@ def test_actor_ranks_span_a_head_and_a_second_node(tmp_path):
 
     port, ip = _free_port(), ray.util.get_node_ip_address()
     job = [
-        "ppo_gym_cartpole", "cluster=partial_sharing", "cluster.num_nodes=2", "cluster.num_devices_per_node=1",
+        "ppo_mlp_cartpole", "cluster=partial_sharing", "cluster.num_nodes=2", "cluster.num_devices_per_node=1",
         "cluster.component_placement.env=0-1", "cluster.component_placement.rollout=0-1",
         "cluster.component_placement.actor='0-1:0-3'", "actor.micro_batch_size=32", "runner.max_steps=2",
         "runner.val_check_interval=-1",
@@ -69,7 +69,7 @@ def test_actor_ranks_span_a_head_and_a_second_node(tmp_path):
         _stop(head)
         if node is not None:
             _stop(node)
-    placement = json.loads((tmp_path / "ppo_gym_cartpole" / "placement.json").read_text())
+    placement = json.loads((tmp_path / "ppo_mlp_cartpole" / "placement.json").read_text())
     assert len(set(placement["nodes"])) == 2
     actors = placement["actor"]
     assert [(a["rank"], a["device"], a["node"]) for a in actors] == [(0, 0, 0), (1, 0, 0), (2, 1, 1), (3, 1, 1)]  # fmt: skip
@@ -77,14 +77,14 @@ def test_actor_ranks_span_a_head_and_a_second_node(tmp_path):
         assert [r["node_id"] for r in ranks] == [placement["nodes"][r["node"]] for r in ranks]
     assert [e["node"] for e in placement["env"]] == [0, 1]
     assert "worldrl run finished: 2 steps" in (tmp_path / "head.log").read_text()
-    metrics = (tmp_path / "ppo_gym_cartpole" / "metrics.jsonl").read_text()
+    metrics = (tmp_path / "ppo_mlp_cartpole" / "metrics.jsonl").read_text()
     rows = [json.loads(line) for line in metrics.splitlines()]
     assert rows[0]["train/actor/ratio"] == pytest.approx(1.0, abs=0.2)  # the four ranks train
 
 
 def test_the_head_stops_with_one_line_when_the_nodes_do_not_join(tmp_path):
     run = subprocess.run(
-        ["bash", str(SCRIPT), "--head", "--port", str(_free_port()), "--num-cpus", "2", "ppo_gym_cartpole",
+        ["bash", str(SCRIPT), "--head", "--port", str(_free_port()), "--num-cpus", "2", "ppo_mlp_cartpole",
          "cluster.num_nodes=2", "cluster=partial_sharing", "cluster.num_devices_per_node=1",
          "actor.micro_batch_size=128", "cluster.node_timeout_s=3", f"runner.logger.log_path={tmp_path}"],
         capture_output=True, text=True, timeout=180,

@@ -28,7 +28,7 @@ TINY = [
 
 
 def _run(tmp_path: Path, name: str, extra: list[str], own_ray: bool = False) -> list[dict]:
-    return run_and_read("ppo_gym_cartpole", tmp_path, name, [*TINY, *extra], own_ray=own_ray)
+    return run_and_read("ppo_mlp_cartpole", tmp_path, name, [*TINY, *extra], own_ray=own_ray)
 
 
 def _comparable(row: dict) -> dict:

@@ -102,9 +102,9 @@ def test_two_actor_ranks_train_save_resume_convert(tmp_path):
 
 def test_grpo_plays_one_episode_per_env_with_group_advantages(tmp_path):
     rows = run_and_read(
-        "grpo_metaworld",
+        "grpo_cnn_metaworld",
         tmp_path,
-        "grpo_metaworld",
+        "grpo_cnn_metaworld",
         [
             "runner.max_steps=2",
             "runner.val_check_interval=-1",

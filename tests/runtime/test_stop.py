@@ -62,7 +62,7 @@ def test_train_command_reports_where_to_resume(monkeypatch, capsys):
         raise JobStopped("SIGTERM", 7, "/runs/x/checkpoints/global_step_7")
 
     monkeypatch.setattr("policy_and_value.runner.runner.run_job", stopped)
-    assert train.main(["ppo_gym_cartpole"]) == 143
+    assert train.main(["ppo_mlp_cartpole"]) == 143
     err = capsys.readouterr().err.strip()
     assert (
         err

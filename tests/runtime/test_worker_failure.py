@@ -49,7 +49,7 @@ def test_worker_failing_at_start_is_one_line_and_leaves_no_ray_behind(tmp_path):
     # tests' Ray clusters running beside this one (pytest-xdist) are not mistaken for this job's
     with tempfile.TemporaryDirectory(prefix="rayfail", dir="/tmp") as ray_tmp:
         proc = subprocess.run(
-            ["bash", str(REPO / "scripts" / "run_embodiment.sh"), "ppo_gym_cartpole", "env.train.tasks=[NoSuchEnv-v0]",
+            ["bash", str(REPO / "scripts" / "run_embodiment.sh"), "ppo_mlp_cartpole", "env.train.tasks=[NoSuchEnv-v0]",
              "runner.max_steps=1", f"runner.logger.log_path={tmp_path / 'logs'}"],
             capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1", "RAY_TMPDIR": ray_tmp},
         )  # fmt: skip
@@ -60,7 +60,7 @@ def test_worker_failing_at_start_is_one_line_and_leaves_no_ray_behind(tmp_path):
             errors[0]
         )
         assert "NoSuchEnv" in errors[0]
-        log = tmp_path / "logs" / "ppo_gym_cartpole" / "error.log"
+        log = tmp_path / "logs" / "ppo_mlp_cartpole" / "error.log"
         assert f"(traceback: {log})" in errors[0]
         assert "gymnasium" in log.read_text()  # the worker's own traceback (the make that failed) is kept
         assert list(Path(ray_tmp).glob("ray/session_*")), "the job's Ray did not start under RAY_TMPDIR"

@@ -170,14 +170,14 @@ def test_config_checks_name_the_key(episodes, model_dirs):
             f"dynamics_model_image_root={episodes}", f"reward_model_config={reward}")]  # fmt: skip
     with pytest.raises(ConfigError, match=r"env.train.visualize_wm_pred=True.*chunk_reward=true"):
         load_config(
-            "ppo_metaworld", [*keys, "env.train.visualize_wm_pred=true", "env.train.chunk_reward=false"]
+            "ppo_cnn_metaworld", [*keys, "env.train.visualize_wm_pred=true", "env.train.chunk_reward=false"]
         )
     with pytest.raises(ConfigError, match=r"env.train.dynamics_model_image_root=.*no index.json"):
-        load_config("ppo_metaworld", [*keys, f"env.train.dynamics_model_image_root={dyn}"])
+        load_config("ppo_cnn_metaworld", [*keys, f"env.train.dynamics_model_image_root={dyn}"])
     with pytest.raises(
         ConfigError, match=r"env.train.reward_model_ckpt='/no/such.safetensors': no such file"
     ):
-        load_config("ppo_metaworld", [*keys, "env.train.reward_model_ckpt=/no/such.safetensors"])
+        load_config("ppo_cnn_metaworld", [*keys, "env.train.reward_model_ckpt=/no/such.safetensors"])
 
 
 def test_replay_cli_writes_videos_beside_the_real_frames(episodes, model_dirs, tmp_path, capsys):

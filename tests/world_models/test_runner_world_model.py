@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 
 def mixed_job(model_dirs, episodes, imagined_keys: str, real_keys: str, *overrides: str) -> list[str]:
-    """Overrides of a tiny ppo_metaworld job on 2 imagined + 2 Meta-World envs, each group with its extra
+    """Overrides of a tiny ppo_cnn_metaworld job on 2 imagined + 2 Meta-World envs, each group with its extra
     keys (``imagined_keys``/``real_keys``: ``,key:value`` items), 8-step episodes, 32-pixel frames."""
     dyn, reward = model_dirs
     imagined = (
@@ -39,7 +39,7 @@ def test_ppo_on_mixed_imagined_and_real_envs_evaluates_in_metaworld(episodes, mo
         "env.eval_episodes=2", "env.eval.max_episode_steps=8",
         "runner.max_steps=2", "runner.val_check_interval=2", "runner.save_interval=2",
     )  # fmt: skip
-    rows = run_and_read("ppo_metaworld", tmp_path, "wm", overrides)
+    rows = run_and_read("ppo_cnn_metaworld", tmp_path, "wm", overrides)
     assert [r["step"] for r in rows] == [1, 2]
     for key in ("env/imagined/return", "env/real/return", "env/reach-v3/return", "train/actor/ratio",
                 "eval/success_once"):  # fmt: skip
@@ -115,7 +115,7 @@ def test_a_group_weighted_zero_does_not_move_the_update(episodes, model_dirs, tm
             "algorithm.normalize_advantages=false", "runner.max_steps=1", "runner.val_check_interval=-1",
             "runner.save_interval=1",
         )  # fmt: skip
-        run_and_read("ppo_metaworld", tmp_path, name, overrides)
+        run_and_read("ppo_cnn_metaworld", tmp_path, name, overrides)
         return load_file(tmp_path / name / "checkpoints" / "global_step_1" / "rollout" / "model.safetensors")
 
     base = trained("w0", 0.0, 1.0)

@@ -359,18 +359,18 @@ def test_state_keys_are_checked_before_start(episodes, model_dirs, state_model_d
     with pytest.raises(
         ConfigError, match=r"env.train.outcome_source='state': needs env.train.state_model_config"
     ):
-        load_config("ppo_metaworld", [*keys, "env.train.outcome_source=state"])
+        load_config("ppo_cnn_metaworld", [*keys, "env.train.outcome_source=state"])
     with pytest.raises(
         ConfigError, match=r"env.train.uncertainty_halt=0.5: needs env.train.state_model_config"
     ):
-        load_config("ppo_metaworld", [*keys, "env.train.uncertainty_halt=0.5"])
+        load_config("ppo_cnn_metaworld", [*keys, "env.train.uncertainty_halt=0.5"])
     with pytest.raises(ConfigError, match=r"env.train.frames_from='state':.*has no renderer"):
         load_config(
-            "ppo_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.frames_from=state"]
+            "ppo_cnn_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.frames_from=state"]
         )
     with pytest.raises(ConfigError, match=r"predicts chunks of 4 actions; env.train.num_action_chunks is 2"):
         load_config(
-            "ppo_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.num_action_chunks=2"]
+            "ppo_cnn_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.num_action_chunks=2"]
         )
 
 
@@ -476,15 +476,15 @@ def test_state_reward_mode_needs_a_model_with_a_reward_head(episodes, model_dirs
         ConfigError, match=r"env.train.reward_mode='state_reward': needs env.train.state_model"
     ):
         load_config(
-            "ppo_metaworld", [*keys, "env.train.reward_mode=state_reward", "env.train.chunk_reward=false"]
+            "ppo_cnn_metaworld", [*keys, "env.train.reward_mode=state_reward", "env.train.chunk_reward=false"]
         )
     with pytest.raises(ConfigError, match=r"env.train.reward_mode='state_reward': .* has no reward head"):
-        load_config("ppo_metaworld", [*keys, f"env.train.state_model_config={plain}",
+        load_config("ppo_cnn_metaworld", [*keys, f"env.train.state_model_config={plain}",
                                       "env.train.reward_mode=state_reward", "env.train.chunk_reward=false"])  # fmt: skip
     with pytest.raises(
         ConfigError, match=r"reward_uncertainty_penalty=0.5: is used only with .*reward_mode=state_reward"
     ):
-        load_config("ppo_metaworld", [*keys, f"env.train.state_model_config={plain}",
+        load_config("ppo_cnn_metaworld", [*keys, f"env.train.state_model_config={plain}",
                                       "env.train.reward_uncertainty_penalty=0.5"])  # fmt: skip
 
 
@@ -499,7 +499,7 @@ def test_a_state_scored_env_needs_no_reward_model(episodes, model_dirs, state_mo
     assert env.scorer is None and rewards.shape == (2, 4)
     keys = _world_model_keys(episodes, model_dirs, with_reward_model=False)
     with pytest.raises(ConfigError, match=r"env.train.reward_model_config=None: env_type world_model needs"):
-        load_config("ppo_metaworld", keys)
+        load_config("ppo_cnn_metaworld", keys)
     load_config(
-        "ppo_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.outcome_source=state"]
+        "ppo_cnn_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.outcome_source=state"]
     )

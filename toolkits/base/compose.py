@@ -10,14 +10,18 @@ from omegaconf import OmegaConf
 
 from toolkits.base.errors import ConfigError
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+REPO = Path(__file__).resolve().parents[2]
+CONFIG_DIR = (
+    REPO / "configs"
+)  # the user-facing jobs and the groups they compose (env/, model/, cluster/, ...)
+EXPERIMENT_CONFIG_DIR = REPO / "experiments" / "configs"  # research arms, composed from both folders
 # mappings an override replaces instead of merging into (Hydra merges dicts): a placement given on the
 # command line is the whole placement, and ``{}`` is an empty one, not "keep the config's"
 REPLACED_MAPPINGS = ("cluster.component_placement",)
 
 
 def available_configs(config_dir: str | Path | None = None) -> dict[str, str]:
-    """Top-level job configs -> the first comment line of each file (its description)."""
+    """Top-level job configs of ``config_dir`` (default ``configs/``) -> the first comment line of each file."""
     root = Path(config_dir or CONFIG_DIR)
     out = {}
     for path in sorted(root.glob("*.yaml")):
@@ -26,9 +30,34 @@ def available_configs(config_dir: str | Path | None = None) -> dict[str, str]:
     return out
 
 
+def find_config(config_name: str, config_dir: str | Path | None = None) -> tuple[Path, str]:
+    """(the folder Hydra starts from, the config's name there) for a job name, a group config name
+    (``offline/sft_pi0_tiny``) or a path to a YAML file: ``configs/`` first, then ``experiments/configs/``;
+    ``config_dir`` searches that folder alone."""
+    if config_name.endswith((".yaml", ".yml")):
+        path = Path(config_name)
+        if not path.is_file():
+            raise ConfigError(f"config error: CONFIG={config_name!r}: no such file")
+        return path.resolve().parent, path.stem
+    roots = [Path(config_dir)] if config_dir else [CONFIG_DIR, EXPERIMENT_CONFIG_DIR]
+    for root in roots:
+        if (root / f"{config_name}.yaml").is_file():
+            return root, config_name
+    research = (
+        ""
+        if config_dir
+        else f"; research arms (experiments/configs): {', '.join(available_configs(EXPERIMENT_CONFIG_DIR))}"
+    )
+    raise ConfigError(
+        f"config error: CONFIG={config_name!r}: no such config; jobs: {', '.join(available_configs(roots[0]))}{research}"
+    )
+
+
 def compose_config(config_name: str, overrides: list[str], config_dir: str | Path | None = None) -> dict:
     """Hydra compose + interpolation -> a plain dict (not yet validated).
 
+    ``config_name`` as ``find_config`` takes it. A config outside ``configs/`` composes the groups and jobs of
+    ``configs/`` and ``experiments/configs/`` too (Hydra's search path), so a research arm may extend a job.
     Value overrides (``key=value`` or ``+key=value``) are given to Hydra as ``++key=value`` (set or add),
     so users need not know which keys a YAML file spells out; the schema then accepts the key or rejects
     it with a did-you-mean line. Config-group choices (``cluster=separate``, ``env@env.train=...``) and
@@ -38,15 +67,16 @@ def compose_config(config_name: str, overrides: list[str], config_dir: str | Pat
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    root = Path(config_dir or CONFIG_DIR)
-    if not (root / f"{config_name}.yaml").is_file():
-        raise ConfigError(
-            f"config error: CONFIG={config_name!r}: no such config; allowed: {', '.join(available_configs(root))}"
-        )
-    overrides = set_or_add(overrides, {p.name for p in root.iterdir() if p.is_dir()})
+    root, name = find_config(config_name, config_dir)
+    search = (
+        [] if config_dir else [d for d in (CONFIG_DIR, EXPERIMENT_CONFIG_DIR) if d != root and d.is_dir()]
+    )
+    groups = {p.name for d in (root, *search) for p in d.iterdir() if p.is_dir()}
+    overrides = set_or_add(overrides, groups)
+    hydra_overrides = [f"hydra.searchpath=[{','.join(f'file://{d}' for d in search)}]"] if search else []
     try:
         with initialize_config_dir(config_dir=str(root), version_base=None):
-            cfg = compose(config_name=config_name, overrides=overrides)
+            cfg = compose(config_name=name, overrides=overrides + hydra_overrides)
         _replace_mappings(cfg, overrides)
         missing = sorted(OmegaConf.missing_keys(cfg))
         if missing:
