@@ -9,7 +9,7 @@
 #                                                # every other machine: joins the cluster until Ctrl-C
 #
 # RAY OPTIONS (passed to `ray start`): --num-cpus N, --num-gpus N, --resources JSON.
-# CONFIG (default multitask_mt10) lists the tasks in env.train.tasks; env.train.task_weights gives each
+# CONFIG (default ppo_pi0_mt10) lists the tasks in env.train.tasks; env.train.task_weights gives each
 # task its share of the env groups. Training logs env/<task>/* per task, evaluation eval/<task>/* per task,
 # and the run ends with a per-task table. Placement node i is the i-th machine to join (the head is 0);
 # the run writes where every rank ran to <log dir>/placement.json. The head waits for the nodes up to
@@ -48,7 +48,7 @@ if [ "$MODE" = join ]; then
   exec "$RAY" start --address="$ADDRESS" --disable-usage-stats --block "${RAY_ARGS[@]}"
 fi
 
-CONFIG=multitask_mt10
+CONFIG=ppo_pi0_mt10
 if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then
   CONFIG="$1"
   shift
