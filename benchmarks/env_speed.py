@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from policy_and_value.config.schema import EnvConfig
+from policy_and_value.config.schema import env_config
 from policy_and_value.envs.registry import make_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,7 +27,7 @@ CONFIGS = {"metaworld": "metaworld_3tasks", "libero": "libero_object_3tasks", "m
 
 
 def measure(sim: str, n: int, chunks: int, maniskill_backend: str = "cpu") -> dict[str, float]:
-    cfg = EnvConfig(**yaml.safe_load((REPO / "configs" / "env" / f"{CONFIGS[sim]}.yaml").read_text()))
+    cfg = env_config(**yaml.safe_load((REPO / "configs" / "env" / f"{CONFIGS[sim]}.yaml").read_text()))
     cfg = cfg.model_copy(
         update={"auto_reset": True, "video_cfg": cfg.video_cfg.model_copy(update={"save_video": False})}
     )

@@ -45,7 +45,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     import world_models.env  # noqa: F401 - registers env_type world_model
-    from policy_and_value.config.schema import EnvConfig
+    from policy_and_value.config.schema import env_config
     from policy_and_value.envs import make_env
     from reward_models import FrameScorer, RewardModelConfig
     from toolkits.episodes import EpisodeDataset
@@ -74,9 +74,9 @@ def main() -> None:
     print(f"tasks {tasks}; {views} views of {size}x{size}; chunks of {chunk} actions; "
           f"{steps} denoising steps; torch threads {torch.get_num_threads()}")  # fmt: skip
     common = dict(tasks=tasks, num_action_chunks=chunk, max_episode_steps=10_000, image_size=size)
-    wm = EnvConfig(env_type="world_model", dynamics_model_config=model_dir, dynamics_model_image_root=args.data,
+    wm = env_config(env_type="world_model", dynamics_model_config=model_dir, dynamics_model_image_root=args.data,
                    reward_model_config=reward_dir, num_inference_steps=steps, success_threshold=1.0, **common)  # fmt: skip
-    sim = EnvConfig(env_type="metaworld", cameras=cameras, **common)
+    sim = env_config(env_type="metaworld", cameras=cameras, **common)
     print(f"\n{'envs':>6}{'world model steps/s':>22}{'Meta-World steps/s':>22}{'ratio':>8}")
     for n in args.envs:
         imagined = steps_per_second(make_env(wm, n, seed=0), args.chunks)

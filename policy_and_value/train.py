@@ -1,4 +1,5 @@
-"""Command-line entry: ``python -m policy_and_value.train CONFIG [key=value ...]`` (see scripts/run_embodiment.sh).
+"""Command-line entry: ``worldrl train CONFIG [key=value ...]`` (also ``python -m policy_and_value.train`` and
+``bash scripts/run_embodiment.sh``). CONFIG is a job of configs/, a research arm of experiments/configs/ or a YAML path.
 
 The config is composed and validated before Ray or any model is imported, so a bad key fails in a
 second with one line on stderr and exit code 2. A job that fails later (a worker's error) ends with one
@@ -11,12 +12,12 @@ from __future__ import annotations
 
 import sys
 
-USAGE = "usage: bash scripts/run_embodiment.sh CONFIG [key=value ...]"
+USAGE = "usage: worldrl train CONFIG [key=value ...] [--validate-only]   (or: bash scripts/run_embodiment.sh CONFIG ...)"
 
 
 def main(argv: list[str] | None = None) -> int:
     from policy_and_value.config import load_config
-    from toolkits.base.compose import available_configs
+    from toolkits.base.compose import EXPERIMENT_CONFIG_DIR, available_configs
     from toolkits.base.errors import ConfigError
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -26,9 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     args = [a for a in args if a != "--validate-only"]
     if not args or args[0] in ("-h", "--help", "help"):
         print(USAGE)
-        print("\nconfigs (configs/*.yaml):")
+        print("\njobs (configs/*.yaml):")
         for name, desc in available_configs().items():
-            print(f"  {name:28s} {desc}")
+            print(f"  {name:20s} {desc}")
+        arms = ", ".join(available_configs(EXPERIMENT_CONFIG_DIR))
+        print(f"\nresearch arms (experiments/configs/, reports in experiments/reports/): {arms}")
         print("\noverrides use Hydra syntax: key=value, +new_key=value, ~key; e.g. runner.max_steps=5")
         return 0 if args else 2
     try:

@@ -21,6 +21,8 @@ import h5py
 import numpy as np
 import torch
 
+from toolkits.base.cli import tool_prog
+
 
 @torch.no_grad()
 def label_dataset(
@@ -71,7 +73,7 @@ def label_dataset(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reward_models.label", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=tool_prog("reward_models.label"), description=__doc__.splitlines()[0])
     p.add_argument("--model-dir", required=True)
     p.add_argument("--data", required=True)
     p.add_argument("--out", required=True)

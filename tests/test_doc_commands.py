@@ -1,5 +1,7 @@
 """Every ``python -m MODULE`` the docs, configs and scripts tell users to run names a module that exists (and,
-for a package, has a ``__main__``); found with the import system's path finders, importing nothing."""
+for a package, has a ``__main__``); found with the import system's path finders, importing nothing. Every
+``worldrl SUBCOMMAND`` (``worldrl episodes TOOL``, ``worldrl recipe NAME``) they write names one of ``toolkits.cli``
+(which imports nothing heavy)."""
 
 import importlib.util
 import re
@@ -7,6 +9,7 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 
 from tests.assets import REPO
+from toolkits.cli import COMMANDS, GROUPS
 
 DOC_GLOBS = (
     "README.md", "docs/**/*.md", "configs/**/*.yaml", "assets/**/README.md", "toolkits/**/README.md",
@@ -41,7 +44,7 @@ def module_references(text: str) -> list[tuple[int, str]]:
     found = []
     for match in MODULE_FLAG.finditer(text):
         name = match.group(1).rstrip(".")
-        if not PLACEHOLDER.match(name):
+        if not PLACEHOLDER.match(name.rsplit(".", 1)[-1]):  # TOOL, experiments.harness.NAME
             found.append((text.count("\n", 0, match.start()) + 1, name))
     return found
 
@@ -81,3 +84,76 @@ def test_the_scan_names_a_module_that_does_not_exist():
         "toolkits.ckpt_convertor.convert_openpi",
         "toolkits.episodes",  # a package without __main__: python -m cannot run it
     ]
+
+
+# `worldrl WORD [WORD]` (also .venv/bin/worldrl); not worldrl.egg-info, worldrl's, `worldrl` alone
+WORLDRL = re.compile(r"(?<![\w.-])worldrl[ \t]+([a-z][\w-]*)(?:[ \t]*\\?\s+([A-Za-z][\w-]*))?")
+# in Markdown, commands are in code: fenced blocks and inline spans (prose such as "worldrl post-trains" is not)
+FENCED = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
+INLINE = re.compile(r"`([^`]+)`")
+PROSE = re.compile(
+    r"\b(?:the|a|an|one|each|every|this|that|its)\s+$", re.I
+)  # "the worldrl command", "one worldrl job"
+
+
+def command_regions(text: str, markdown: bool) -> list[tuple[int, str]]:
+    """(offset, text) of the parts of a file that hold commands: the code of Markdown, all of any other file."""
+    if not markdown:
+        return [(0, text)]
+    regions = [(m.start(1), m.group(1)) for m in FENCED.finditer(text)]
+    blanked = FENCED.sub(lambda m: " " * len(m.group(0)), text)  # offsets kept for the inline spans
+    return regions + [(m.start(1), m.group(1)) for m in INLINE.finditer(blanked)]
+
+
+def worldrl_references(text: str, markdown: bool = True) -> list[tuple[int, str]]:
+    """(line number, ``worldrl ...`` words) of every ``worldrl`` subcommand in ``text``'s commands whose words
+    ``toolkits.cli`` does not know; placeholders in capitals (COMMAND, NAME, TOOL) and prose ("the worldrl
+    command") are left out."""
+    wrong = []
+    for offset, region in command_regions(text, markdown):
+        for match in WORLDRL.finditer(region):
+            if PROSE.search(region[max(0, match.start() - 40) : match.start()]):
+                continue
+            command, name = match.group(1), match.group(2)
+            table = GROUPS.get(command)
+            if command in COMMANDS or command == "help":
+                continue
+            if table is not None and (name is None or PLACEHOLDER.match(name) or name in table):
+                continue
+            words = command if table is None else f"{command} {name}"
+            wrong.append((text.count("\n", 0, offset + match.start()) + 1, words))
+    return wrong
+
+
+def test_every_worldrl_command_names_a_subcommand_that_exists():
+    seen, wrong = 0, []
+    for p in doc_files():
+        text = p.read_text()
+        markdown = p.suffix == ".md"
+        seen += sum(len(WORLDRL.findall(region)) for _, region in command_regions(text, markdown))
+        wrong += [
+            f"{p.relative_to(REPO)}:{line}: worldrl {words}"
+            for line, words in worldrl_references(text, markdown)
+        ]
+    assert seen > 50  # the scan sees the docs' commands
+    assert not wrong, "worldrl subcommands that do not exist: " + "; ".join(wrong)
+
+
+def test_the_scan_names_a_worldrl_subcommand_that_does_not_exist():
+    text = (
+        "worldrl post-trains robot policies; `worldrl` is the console script (worldrl.egg-info)\n"
+        "```bash\n"
+        "worldrl train rl_release runner.max_steps=5; .venv/bin/worldrl sft data.path=D\n"
+        "worldrl recipe outcome-start --demos 20; worldrl episodes merge --data A B --out C\n"
+        "worldrl COMMAND --help; worldrl recipe NAME --help; worldrl episodes --help; worldrl --help\n"
+        "worldrl trian quickstart; worldrl recipe outcome-starts; worldrl episodes \\\n    mergee --data A\n"
+        "cli.py (the worldrl command), one worldrl job\n"
+        "```\n"
+        "and `worldrl export --checkpoint C`, `worldrl recipe\nlibero-loop`, `worldrl serv --policy-dir P`\n"
+    )
+    assert worldrl_references(text) == [
+        (6, "trian"), (6, "recipe outcome-starts"), (6, "episodes mergee"), (11, "serv"),
+    ]  # fmt: skip
+    assert worldrl_references(
+        "# models: worldrl recipe libero-loop; worldrl recipe libero_loop", markdown=False
+    ) == [(1, "recipe libero_loop")]

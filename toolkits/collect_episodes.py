@@ -22,7 +22,7 @@ tell the policy's samples apart (``world_models.train`` on them, merged with exp
 ``toolkits.episodes.merge``). With ``--imagine CONFIG [KEY=VALUE ...]`` as well, the policy first plays each
 whole episode in that job config's world model (``env.train``, started from the simulator's start frame and
 state) and the simulator then replays those actions open loop: what the actions imagination chose really
-do, to refit a state model on its own closed-loop rollouts (``scripts/refit_state_model.sh``, ``PLANS``).
+do, to refit a state model on its own closed-loop rollouts (``worldrl recipe refit-state-model``, ``--plans``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from policy_and_value.config.schema import EnvConfig
+from policy_and_value.config.env_schema import derive_env
+from policy_and_value.config.schema import EnvConfig, env_config
 from policy_and_value.envs.base import env_task_names
 from policy_and_value.envs.metaworld_tasks import (
     CAMERAS,
@@ -48,6 +49,7 @@ from policy_and_value.envs.metaworld_tasks import (
 )
 from policy_and_value.envs.suites import LIBERO_SUITES
 from policy_and_value.envs.suites import NAMES as SUITES
+from toolkits.base.cli import tool_prog
 from toolkits.episodes import Episode, EpisodeWriter
 
 
@@ -206,13 +208,14 @@ def collect(
     ``env.train``); the policy then plays each episode in that world model and the simulator replays its actions."""
     from policy_and_value.envs.registry import make_env
 
+    num_envs = min(num_envs, len(tasks) * episodes_per_task)  # no env runs an episode that is not kept
     num_envs = max(len(tasks), num_envs - num_envs % len(tasks))
-    cfg = EnvConfig(
+    cfg = env_config(
         env_type="metaworld", tasks=tasks, num_envs=num_envs, num_action_chunks=1, max_episode_steps=max_episode_steps,
         auto_reset=False, cameras=cameras, image_size=image_size, use_images=use_images, layout_seed=layout_seed,
     )  # fmt: skip
     if simulator is not None:
-        cfg = cfg.model_copy(update={"state_type": "proprio", "reward_signal": "success", **simulator})
+        cfg = derive_env(cfg, {"state_type": "proprio", "reward_signal": "success", **simulator})
     env = make_env(cfg, num_envs, seed=seed)
     if policy_dir:
         actor = PolicyActor(policy_dir, noise_level, seed)
@@ -295,7 +298,7 @@ def collect(
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m toolkits.collect_episodes", description=__doc__.splitlines()[0]
+        prog=tool_prog("toolkits.collect_episodes"), description=__doc__.splitlines()[0]
     )
     p.add_argument("--tasks", nargs="+", help="Meta-World task names (MT50), e.g. reach-v3 push-v3")
     p.add_argument(

@@ -491,4 +491,6 @@ class WorldModelEnv(BatchedEnv):
                 self.video.finish(i)
 
 
-register_env("world_model", WorldModelEnv)  # env_type world_model: make_env builds it once this module is imported
+register_env(
+    "world_model", WorldModelEnv
+)  # env_type world_model: make_env builds it once this module is imported

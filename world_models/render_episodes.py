@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -79,7 +80,8 @@ def render_dataset(cfg: JobConfig, src: str, dst: str) -> int:
     return len(data)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """CLI: redraw ``--data`` into ``--out`` with the renderer of ``--config``'s world-model env."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--config", required=True, help="a job whose env.train is a world-model env with a renderer"
@@ -88,16 +90,19 @@ def main() -> None:
     p.add_argument("--out", required=True, help="new directory")
     from toolkits.base.cli import parse_with_overrides
 
-    args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
+    args, overrides = parse_with_overrides(p, argv)  # key=value overrides anywhere among the options
     from policy_and_value.config import load_config
+    from toolkits.base.errors import ConfigError
 
     begin = time.time()
     try:
         n = render_dataset(load_config(args.config, overrides), args.data, args.out)
-    except FileExistsError as err:
-        raise SystemExit(str(err)) from None
+    except (ConfigError, FileExistsError) as err:
+        print(err, file=sys.stderr)
+        return 2
     print(f"{n} episodes redrawn into {args.out} ({time.time() - begin:.0f} s)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -22,13 +22,13 @@ def replay(
     num_envs: int = 4, steps: int = 48, seed: int = 0,
 ) -> list[str]:  # fmt: skip
     """Run the replay and return the written video paths."""
-    from policy_and_value.config.schema import EnvConfig
+    from policy_and_value.config.schema import env_config
     from toolkits.episodes import EpisodeDataset
     from world_models.dynamics_config import DynamicsModelConfig
     from world_models.env import WorldModelEnv
 
     chunk = DynamicsModelConfig.load(f"{model_dir}/config.json").action_chunk
-    cfg = EnvConfig(
+    cfg = env_config(
         env_type="world_model", tasks=tasks or EpisodeDataset(data).tasks, num_action_chunks=chunk,
         max_episode_steps=max(chunk, steps // chunk * chunk), dynamics_model_config=model_dir,
         dynamics_model_image_root=data, reward_model_config=reward_model_dir, success_threshold=1.0,

@@ -1,6 +1,6 @@
 """Does a co-evolution's refit predict the next policy's real rollouts better than the model it started from?
 
-    .venv/bin/python -m experiments.harness.coevolution_model_error --run logs/r62/coevo_focus_s2/wm_seed2 \\
+    .venv/bin/python -m experiments.harness.coevolution_model_error --run logs/coevo_focus/wm_seed2 \\
         --initial assets/world_models/state_outcome20_both/model
 
 For each round r of a co-evolution log dir (``<run>/coevolution/round_<r>``), its real rollouts (the policy after

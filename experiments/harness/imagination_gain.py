@@ -56,10 +56,7 @@ CONTROLS = {  # overrides of each control arm ({chunk}: env.train.num_action_chu
     "reverse": ["ablation.reverse_advantages=true"],
     "recorded": ["ablation.shuffle_advantages=true", "env.train.max_episode_steps={chunk}"],
 }
-REAL_ARM = [  # Meta-World as the training env; the world model's hallucination filters do not apply there
-    "env@env.train=metaworld_3tasks", "env.train.uncertainty_penalty=0", "env.train.uncertainty_halt=null",
-    "env.train.reward_uncertainty_penalty=0",
-]  # fmt: skip
+REAL_ARM = ["env@env.train=metaworld_3tasks"]  # Meta-World as the training env (its world-model keys dropped)
 
 
 def reuse_or_run(path: str, key: dict[str, Any], run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -94,25 +91,28 @@ def without_resume(job: list[str]) -> list[str]:
     return [o for o in job if not o.lstrip("+~").startswith("runner.resume_dir=")]
 
 
-def run_config(config: str, job: list[str], out: str, name: str):
-    """The validated config of training run ``name`` (logged under ``out/name``)."""
-    from policy_and_value.config import load_config
+def run_config(config: str, job: list[str], out: str, name: str, real: bool = False):
+    """The validated config of training run ``name`` (logged under ``out/name``). ``real``: the real-simulator
+    arm, whose env.train (swapped to Meta-World by ``REAL_ARM``) keeps only the keys its env type has, so the
+    world-model keys a recipe's body sets (its state model, its filters) are left behind; a recipe that sets
+    ``env.train.env_type: world_model`` itself would keep training in imagination, so it stops before any work."""
+    from policy_and_value.config import validate_config
+    from policy_and_value.config.env_schema import ENV_MODELS
+    from toolkits.base.compose import compose_config
 
-    return load_config(
-        config, [*job, f"runner.logger.log_path={out}", f"runner.logger.experiment_name={name}"]
-    )
-
-
-def check_real_arm(cfg, config: str) -> None:
-    """Stop before any work when the real-simulator arm would still train in the world model (a recipe
-    that sets ``env.train.env_type: world_model`` in its own body keeps it after the env group swap)."""
-    from policy_and_value.config.env_checks import all_envs
-
-    if any(e.env_type == "world_model" for key, e in all_envs(cfg) if key.startswith("env.train")):
-        raise SystemExit(
-            f"--config {config}: its real-simulator arm would still train in the world model (the recipe "
-            "sets env.train.env_type itself); add --no-real-ppo and run its Meta-World recipe with --config"
-        )
+    data = compose_config(
+        config, [*job, *(REAL_ARM if real else []), f"runner.logger.log_path={out}", f"runner.logger.experiment_name={name}"]
+    )  # fmt: skip
+    if real:
+        train = data["env"]["train"]
+        if train.get("env_type") == "world_model":
+            raise SystemExit(
+                f"--config {config}: its real-simulator arm would still train in the world model (the recipe "
+                "sets env.train.env_type itself); add --no-real-ppo and run its Meta-World recipe with --config"
+            )
+        model = ENV_MODELS.get(train.get("env_type", "metaworld"), ENV_MODELS["metaworld"])
+        data["env"]["train"] = {k: v for k, v in train.items() if k in model.model_fields}
+    return validate_config(data)
 
 
 def run_key(cfg, episodes: int, seed: int) -> dict[str, Any]:
@@ -235,10 +235,11 @@ def main() -> None:
             for c in args.controls
         ]
         if not args.no_real_ppo:  # same envs, chunks, batches; real episodes
-            jobs.append(("real simulator", f"real_seed{seed}", [*job, *REAL_ARM]))
-        planned = [(arm, name, run_config(args.config, j, args.out, name)) for arm, name, j in jobs]
-        if not args.no_real_ppo:
-            check_real_arm(planned[-1][2], args.config)
+            jobs.append(("real simulator", f"real_seed{seed}", job))
+        planned = [
+            (arm, name, run_config(args.config, j, args.out, name, real=arm == "real simulator"))
+            for arm, name, j in jobs
+        ]
         return cfg, planned
 
     def run_arm(arm: str, name: str, cfg, seed: int, eval_cfg) -> None:

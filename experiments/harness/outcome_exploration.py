@@ -20,7 +20,7 @@ import time
 import numpy as np
 import torch
 
-from policy_and_value.config.schema import EnvConfig
+from policy_and_value.config.schema import env_config
 
 
 @torch.no_grad()
@@ -31,7 +31,7 @@ def group_outcomes(policy, tasks: list[str], groups_per_task: int, group_size: i
     from policy_and_value.offline.evaluate import play_episodes
 
     n = len(tasks) * groups_per_task * group_size
-    cfg = EnvConfig(
+    cfg = env_config(
         env_type="metaworld", tasks=tasks, num_envs=n, num_action_chunks=policy.num_action_chunks,
         max_episode_steps=max_episode_steps, auto_reset=False, use_fixed_reset_state_ids=True,
         group_size=group_size, cameras=cameras, reward_signal="success",

@@ -173,10 +173,10 @@ def pi0_overrides(items: list[str]) -> dict[str, Any]:
 
 def make_sim(task: str, num_envs: int, cameras: list[str], image_size: int) -> Any:
     """Meta-World envs of one task that run every action (no terminations, no truncation)."""
-    from policy_and_value.config.schema import EnvConfig
+    from policy_and_value.config.schema import env_config
     from policy_and_value.envs.metaworld_env import MetaWorldEnv
 
-    cfg = EnvConfig(
+    cfg = env_config(
         env_type="metaworld", tasks=[task], num_envs=num_envs, num_action_chunks=1, max_episode_steps=10_000,
         auto_reset=False, ignore_terminations=True, cameras=cameras, image_size=image_size, state_type="full",
     )  # fmt: skip

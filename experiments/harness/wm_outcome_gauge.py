@@ -255,7 +255,7 @@ def play_round(
     return arms
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="rl_release", help="a job whose env.train is a world-model env")
     p.add_argument(
@@ -269,7 +269,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     from toolkits.base.cli import parse_with_overrides
 
-    args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
+    args, overrides = parse_with_overrides(p, argv)  # key=value overrides anywhere among the options
     torch.set_num_threads(args.threads)
 
     from policy_and_value.config import load_config
@@ -336,6 +336,7 @@ def main() -> None:
     report(results, np.repeat(task_of, args.samples), args.samples, tasks)
     print(f"\n{len(task_of)} starts x {args.samples} samples, {args.episode_steps}-step episodes, "
           f"{time.time() - begin:.0f} s")  # fmt: skip
+    return 0
 
 
 def report(results: dict[str, dict[str, list]], task_of: np.ndarray, samples: int, tasks: list[str]) -> None:
@@ -443,4 +444,4 @@ def report_head_doubt(results: dict[str, dict[str, list]], task_of: np.ndarray, 
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

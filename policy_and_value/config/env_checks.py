@@ -6,14 +6,11 @@ from __future__ import annotations
 import difflib
 import json
 import os
-from collections.abc import Container
-from typing import Any
-
-from pydantic import ValidationError
 
 from policy_and_value.config.data_checks import build_hint
+from policy_and_value.config.env_schema import ENV_KEYS, derive_env, derived_keys, validate_env
 from policy_and_value.config.schema import EnvConfig, JobConfig
-from toolkits.base.errors import ConfigError, config_error, format_validation_error
+from toolkits.base.errors import config_error
 
 
 def _check_names(key: str, values: list[str], allowed: list[str], what: str) -> None:
@@ -100,10 +97,6 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
         _check_libero_env(env, prefix)
     elif env.env_type == "maniskill":
         _check_maniskill_env(env, prefix)
-    elif env.reward_signal != "dense":
-        raise config_error(
-            f"{prefix}.reward_signal", env.reward_signal, f"applies to env_type metaworld, libero and maniskill, not {env.env_type}: set dense"
-        )  # fmt: skip
     if env.env_type == "world_model":
         _check_world_model_env(env, prefix)
     if env.task_weights is not None:
@@ -145,23 +138,6 @@ def _check_task_weights(env: EnvConfig, prefix: str) -> None:
             f"{env.num_envs} envs in groups of {env.group_size} make {groups} task slots: {starved[0]} gets none; "
             f"raise {prefix}.num_envs or its weight",
         )  # fmt: skip
-
-
-# hallucination filtering of imagined rollouts: on a real simulator these would silently do nothing
-FILTER_KEYS = ("uncertainty_penalty", "uncertainty_halt", "reward_uncertainty_penalty")
-
-
-def _check_filters(env: EnvConfig, prefix: str, given: Container[str]) -> None:
-    """A filter key among ``given`` (the keys this env sets itself) set on an env that is not a world model."""
-    if env.env_type == "world_model":
-        return
-    for key in FILTER_KEYS:
-        value = getattr(env, key)
-        if key in given and value != EnvConfig.model_fields[key].default:
-            raise config_error(
-                f"{prefix}.{key}", value,
-                f"filters imagined rollouts: applies to env_type world_model only, not {env.env_type}",
-            )  # fmt: skip
 
 
 def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
@@ -272,8 +248,7 @@ SHARED_GROUP_KEYS = ("num_action_chunks", "auto_reset", "ignore_terminations", "
 
 def env_groups(env: EnvConfig) -> list[tuple[str, EnvConfig]]:
     """``env.groups`` resolved into (name, full config) pairs: env's keys with each group's overrides."""
-    base = env.model_dump(exclude={"groups"})
-    return [(str(g["name"]), _group_config(base, g)) for g in env.groups]
+    return [(str(g["name"]), derive_env(env, g)) for g in env.groups]
 
 
 def _built_envs(env: EnvConfig) -> list[EnvConfig]:
@@ -286,13 +261,8 @@ def world_model_groups(env: EnvConfig) -> list[EnvConfig]:
     return [g for g in _built_envs(env) if g.env_type == "world_model"]
 
 
-def _group_config(base: dict[str, Any], group: dict[str, Any]) -> EnvConfig:
-    return EnvConfig.model_validate({**base, **{k: v for k, v in group.items() if k != "name"}})
-
-
 def _check_env_groups(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) -> None:
     """Names, shares and keys of ``env.groups``; each group is then checked as an env of its own."""
-    base = env.model_dump(exclude={"groups"})
     names, resolved = [], []
     for i, group in enumerate(env.groups):
         where = f"{prefix}.groups[{i}]"
@@ -306,14 +276,10 @@ def _check_env_groups(env: EnvConfig, prefix: str, ranks: dict[str, int], stages
         for key in SHARED_GROUP_KEYS:
             if key in group:
                 raise config_error(f"{where}.{key}", group[key], f"shared by all groups: set {prefix}.{key}")
-        unknown = sorted(set(group) - {"name"} - set(EnvConfig.model_fields))
+        unknown = sorted(set(group) - {"name"} - ENV_KEYS)
         if unknown:
             raise config_error(f"{where}.{unknown[0]}", group[unknown[0]], "unknown env key")
-        try:
-            resolved.append(_group_config(base, group))
-        except ValidationError as err:
-            line = format_validation_error(err, group, EnvConfig)
-            raise ConfigError(line.replace("config error: ", f"config error: {where}.", 1)) from None
+        resolved.append(validate_env(derived_keys(env, group), where))
     if all(g.loss_weight == 0 for g in resolved):
         raise config_error(
             f"{prefix}.groups[0].loss_weight", 0.0, "at least one env group needs a positive loss_weight"
@@ -323,8 +289,7 @@ def _check_env_groups(env: EnvConfig, prefix: str, ranks: dict[str, int], stages
         raise config_error(
             f"{prefix}.num_envs", env.num_envs, f"must equal the sum of the groups' num_envs ({shares})"
         )
-    for i, group in enumerate(resolved):  # a group inherits env's filters; only its own keys are its choice
-        _check_filters(group, f"{prefix}.groups[{i}]", env.groups[i])
+    for i, group in enumerate(resolved):
         _check_env(group, f"{prefix}.groups[{i}]", ranks, stages)
 
 
@@ -341,12 +306,10 @@ def check_envs(cfg: JobConfig, ranks: dict[str, int]) -> None:
     if cfg.env.train.groups:  # the groups are the envs; env.train is their common template
         _check_env_groups(cfg.env.train, "env.train", ranks, stages)
     else:
-        _check_filters(cfg.env.train, "env.train", FILTER_KEYS)
         _check_env(cfg.env.train, "env.train", ranks, stages)
     if cfg.env.eval is not None and cfg.env.eval.groups:
         raise config_error("env.eval.groups", cfg.env.eval.groups, "env groups are for training envs only")
     if cfg.env.eval is not None:
-        _check_filters(cfg.env.eval, "env.eval", FILTER_KEYS)
         _check_env(cfg.env.eval, "env.eval", ranks, stages)
         if cfg.env.eval.num_action_chunks != cfg.env.train.num_action_chunks:
             raise config_error(

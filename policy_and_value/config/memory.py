@@ -4,7 +4,7 @@ The models are built on PyTorch's ``meta`` device (shapes only, no memory, no we
 come from the real modules of the job's config: parameters in their dtype; the actor adds a gradient and
 AdamW's two moments (kept in the parameter's dtype) for every trainable parameter, on every actor rank
 (gradients are all-reduced with DDP), the moments split over the actor ranks with ``actor.shard_optimizer``. Activations are not included: they depend on
-the micro batch, image size and gradient checkpointing (the results page has measured peaks).
+the micro batch, image size and gradient checkpointing (measured peaks: benchmarks/README.md).
 """
 
 from __future__ import annotations

@@ -11,6 +11,19 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from policy_and_value.config.env_schema import (  # noqa: F401 - the env schema is part of the job's
+    ENV_MODELS,
+    AnyEnvConfig,
+    CameraEnvConfig,
+    EnvConfig,
+    GymEnvConfig,
+    LiberoEnvConfig,
+    ManiSkillEnvConfig,
+    MetaWorldEnvConfig,
+    VideoConfig,
+    WorldModelEnvConfig,
+    env_config,
+)
 from toolkits.base.schema import Strict
 
 
@@ -131,98 +144,10 @@ class AblationConfig(Strict):
 
 
 # --------------------------------------------------------------------------------------------- env
-class VideoConfig(Strict):
-    save_video: bool = False
-    video_base_dir: str | None = None  # default: <log_dir>/videos/<split>
-    fps: int = Field(10, ge=1)
-    info_overlay: bool = True
-    max_envs: int = Field(4, ge=1)  # record at most this many envs (eval: one episode each per evaluation)
-
-
-class EnvConfig(Strict):
-    env_type: Literal["metaworld", "gym", "world_model", "libero", "maniskill"] = "metaworld"
-    # metaworld: MT10/MT50 task names (e.g. "reach-v3"); gym: exactly one gymnasium id; libero: task names
-    # of env.suite (e.g. "pick_up_the_alphabet_soup_and_place_it_in_the_basket"); maniskill: PickCube-v1,
-    # PushCube-v1, StackCube-v1
-    tasks: list[str] = Field(default_factory=lambda: ["reach-v3"], min_length=1)
-    # share of the env groups (so of the samples) each task gets, one weight per task; None: equal shares
-    task_weights: list[float] | None = None
-    num_envs: int = Field(4, ge=1)  # total over all env ranks
-    num_action_chunks: int = Field(1, ge=1)  # actions per chunk_step
-    max_episode_steps: int = Field(100, ge=1)  # in env steps (actions)
-    auto_reset: bool = True
-    ignore_terminations: bool = False
-    use_fixed_reset_state_ids: bool = False
-    group_size: int = Field(1, ge=1)
-    # libero only: libero_spatial, libero_object, libero_goal, libero_10 or libero_90
-    suite: str = "libero_object"
-    # maniskill only: cpu (one simulated scene per env, stepped here) or gpu (each task's envs as one
-    # GPU-simulated ManiSkill env; needs CUDA)
-    sim_backend: Literal["cpu", "gpu"] = "cpu"
-    # metaworld and libero
-    cameras: list[str] = Field(default_factory=lambda: ["corner"], min_length=1)
-    image_size: int = Field(64, ge=8, le=1024)
-    use_images: bool = True
-    state_type: Literal["full", "proprio"] = "full"  # metaworld: 39-dim obs or hand xyz + gripper
-    # metaworld: the seed of the 50 layouts (goal/object positions) per task that resets draw from;
-    # evaluating with another seed measures success on layouts never trained on
-    layout_seed: int = Field(0, ge=0)
-    # metaworld: "dense" is Meta-World's shaped reward each step; "success" gives 1 at the step an
-    # episode first succeeds and 0 otherwise, so an episode's return is its outcome
-    reward_signal: Literal["dense", "success"] = "dense"
-    reward_scale: float = 1.0
-    video_cfg: VideoConfig = Field(default_factory=VideoConfig)
-    # world_model only: a learned dynamics model and reward model stand in for the simulator
-    dynamics_model_config: str | None = None  # dynamics model directory (config.json + model.safetensors)
-    dynamics_model_image_root: str | None = None  # episodes (toolkits.collect_episodes) to reset from
-    dynamics_model_output_path: str | None = None  # visualize_wm_pred videos; default <log_dir>/wm_pred
-    reset_mode: Literal["episode_start", "keyframe"] = (
-        "episode_start"  # keyframe: random frames along episodes
-    )
-    num_inference_steps: int | None = Field(None, ge=1)  # None: the dynamics model's own
-    dynamics_model_dtype: Literal["float32", "bfloat16", "float16"] | None = None  # None: the model's own
-    stochastic_imagination: bool = (
-        False  # False: imagination is a deterministic function of the seed and state
-    )
-    reward_model_config: str | None = None  # reward model directory (config.json + model.safetensors)
-    reward_model_ckpt: str | None = None  # optional weights file replacing the directory's model.safetensors
-    chunk_reward: bool = True  # reward of the chunk = the last predicted frame's score
-    # when chunk_reward is false; success: reward_coef at the first frame reaching success_threshold, else 0;
-    # state_reward: reward_coef x the state model's reward head on the state after each action (needs a
-    # state_model_config trained with model.reward_head)
-    reward_mode: Literal["per_frame", "relative", "v1", "v2", "success", "state_reward"] = "per_frame"
-    reward_coef: float = 1.0
-    success_threshold: float = Field(0.9, gt=0.0, le=1.0)  # progress that counts as success (terminates)
-    # state model directory (python -m world_models.train_state_model): its ensemble predicts the state the
-    # policy sees after each chunk (instead of the dynamics model's state head)
-    state_model_config: str | None = None
-    # what scores imagined progress: the reward model on the imagined frames, or the state model's success
-    # classifier on the imagined states (needs state_model_config)
-    outcome_source: Literal["frames", "state"] = "frames"
-    # where the imagined frames come from: the dynamics model's denoiser (from the frames before); the state
-    # model's renderer (the frame each imagined state shows, decoded by the dynamics model's VAE); or
-    # state_residual: the real start frame's VAE latents plus the rendered change since the start state
-    frames_from: Literal["dynamics", "state", "state_residual"] = "dynamics"
-    # hallucination filtering (need state_model_config): each chunk's reward minus this x the ensemble's
-    # disagreement (MOPO), and imagined episodes truncated once the disagreement exceeds uncertainty_halt
-    uncertainty_penalty: float = Field(0.0, ge=0.0)
-    uncertainty_halt: float | None = Field(None, gt=0.0)
-    # with reward_mode state_reward: each reward is the members' mean reward head less this x their std (a
-    # pessimistic reward where the heads disagree, against the policy exploiting one head's errors)
-    reward_uncertainty_penalty: float = Field(0.0, ge=0.0)
-    visualize_wm_pred: bool = False
-    # several env groups in one env (e.g. the world model and Meta-World): each item has a ``name``, its
-    # share ``num_envs`` (the shares add up to num_envs) and any keys that differ from this config's
-    groups: list[dict[str, Any]] = Field(default_factory=list)
-    # an env group's own key: what each of its chunks weighs in the RL policy and value losses against the
-    # other groups' (1: every chunk alike; 0.25: a quarter of a chunk; 0: its rollouts train nothing)
-    loss_weight: float = Field(1.0, ge=0.0)
-
-
 class EnvGroupConfig(Strict):
     enable_offload: bool = False
-    train: EnvConfig = Field(default_factory=EnvConfig)
-    eval: EnvConfig | None = None
+    train: AnyEnvConfig = Field(default_factory=MetaWorldEnvConfig)
+    eval: AnyEnvConfig | None = None
     eval_episodes: int = Field(8, ge=1)  # episodes per eval, over all eval envs
 
 

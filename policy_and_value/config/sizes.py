@@ -16,6 +16,8 @@ METAWORLD_ACTION_DIM = 4  # end-effector xyz delta + gripper
 
 def env_sizes(env: EnvConfig) -> tuple[int, int] | None:
     """(action_dim, state_dim) of ``env``, or None where only building it tells (gym)."""
+    if env.env_type == "gym":
+        return None
     state_dim = FULL_STATE_DIM if env.state_type == "full" else PROPRIO_DIM
     if env.env_type == "metaworld":
         return METAWORLD_ACTION_DIM, state_dim

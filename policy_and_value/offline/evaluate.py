@@ -23,8 +23,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from policy_and_value.config.schema import EnvConfig
+from policy_and_value.config.env_schema import derive_env
+from policy_and_value.config.schema import env_config
 from policy_and_value.models.base import BasePolicy
+from toolkits.base.cli import tool_prog
 from toolkits.base.errors import ConfigError, config_error
 
 
@@ -51,13 +53,13 @@ def evaluate_in_metaworld(
 
     num_envs = num_envs or len(tasks) * min(episodes_per_task, 10)
     num_envs = max(len(tasks), num_envs - num_envs % len(tasks))
-    cfg = EnvConfig(
+    cfg = env_config(
         env_type="metaworld", tasks=tasks, num_envs=num_envs, num_action_chunks=policy.num_action_chunks,
         max_episode_steps=max_episode_steps, auto_reset=False, cameras=cameras, image_size=image_size,
         state_type=state_type, layout_seed=layout_seed,
     )  # fmt: skip
     if simulator is not None:
-        cfg = cfg.model_copy(update={"state_type": "proprio", "reward_signal": "success", **simulator})
+        cfg = derive_env(cfg, {"state_type": "proprio", "reward_signal": "success", **simulator})
     env = make_env(cfg, num_envs, seed=seed)
     results: dict[str, list[bool]] = defaultdict(list)
     policy.eval()
@@ -153,7 +155,7 @@ def check_args(args: argparse.Namespace) -> dict[str, Any] | None:
     keys = {"env_type": "metaworld", "state_type": args.state_type}
     if simulator is not None:
         keys.update(state_type="proprio", **simulator)  # as evaluate_in_metaworld builds the env
-    env = EnvConfig(tasks=args.tasks, **keys)
+    env = env_config(tasks=args.tasks, **keys)
     action_dim, state_dim = env_sizes(env) or (saved.action_dim, saved.state_dim)
     where = args.suite or "Meta-World"
     if saved.action_dim != action_dim:
@@ -173,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     from policy_and_value.models.pi0 import from_pretrained
 
     p = argparse.ArgumentParser(
-        prog="python -m policy_and_value.offline.evaluate", description=__doc__.splitlines()[0]
+        prog=tool_prog("policy_and_value.offline.evaluate"), description=__doc__.splitlines()[0]
     )
     p.add_argument("--model-dir", required=True, help="a policy directory (e.g. <sft output_dir>/policy)")
     p.add_argument("--tasks", nargs="+", help="task names (with --suite: default all of the suite)")

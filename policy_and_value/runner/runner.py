@@ -458,7 +458,9 @@ class EmbodiedRunner:
             "=" * 72,
             f"worldrl run {'stopped' if self.stopped_early() else 'finished'}: {self.global_step} steps",
         ]
-        wm_pred = self.cfg.env.train.dynamics_model_output_path or prediction_video_dir(self.log_dir)
+        wm_pred = getattr(self.cfg.env.train, "dynamics_model_output_path", None) or prediction_video_dir(
+            self.log_dir
+        )
         lines += output_paths(self.log_dir, self.saved[-1] if self.saved else None, wm_pred)
         lines += train_summary(self.recent_train)
         lines += eval_summary(self.first_eval, self.last_eval)

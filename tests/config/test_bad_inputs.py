@@ -1,6 +1,6 @@
 """Bad config inputs fail before any work with one clear line naming the key, the value and what is allowed.
 
-The 109 bad inputs of ``BAD`` each do so in ``load_config`` and in the CLI (``python -m policy_and_value.train``,
+The 112 bad inputs of ``BAD`` each do so in ``load_config`` and in the CLI (``python -m policy_and_value.train``,
 what scripts/run_embodiment.sh runs), which ends with exit code 2 and that one line on stderr, before Ray starts.
 """
 
@@ -47,21 +47,36 @@ BAD = [
         ["env.train.env_type=world_model", "env.train.dynamics_model_config=/no/such/model"],
         ["env.train.dynamics_model_config=", "/no/such/model", "no config.json"],
     ),
-    ("ppo_cnn_metaworld", ["env.train.reset_mode=middle"], ["env.train.reset_mode", "keyframe"]),
+    ("rl_release", ["env.train.reset_mode=middle"], ["env.train.reset_mode", "keyframe"]),
+    (  # the env schema is one model per env_type: another simulator's key names the types that have it
+        "ppo_cnn_metaworld",
+        ["env.train.reset_mode=keyframe"],
+        ["env.train.reset_mode='keyframe'", "applies to env_type world_model, not metaworld"],
+    ),
+    (
+        "ppo_mlp_cartpole",
+        ["env.train.cameras=[corner]"],
+        ["applies to env_type metaworld, world_model, libero, maniskill, not gym"],
+    ),
+    (
+        "ppo_cnn_metaworld",
+        ["env.train.env_type=mujoco"],
+        ["env.train.env_type='mujoco'", "allowed values: metaworld, gym"],
+    ),
     (
         "ppo_cnn_metaworld",
         ["env.train.uncertainty_halt=0.5"],
-        ["env.train.uncertainty_halt=0.5", "world_model only, not metaworld"],
+        ["env.train.uncertainty_halt=0.5", "applies to env_type world_model, not metaworld"],
     ),
     (
         "ppo_cnn_metaworld",
         ["env.eval.reward_uncertainty_penalty=2"],
-        ["env.eval.reward_uncertainty_penalty=2.0", "world_model only"],
+        ["env.eval.reward_uncertainty_penalty=2", "applies to env_type world_model, not metaworld"],
     ),
-    (  # a group inherits env.train's filters without error; setting one itself on a real group is one
+    (  # a group takes env.train's keys its own type has; a world-model key of its own on a real group is refused
         "ppo_cnn_metaworld",
         ["env.train.groups=[{name:a,num_envs:4},{name:b,num_envs:4,uncertainty_penalty:1}]"],
-        ["env.train.groups[1].uncertainty_penalty=1.0", "world_model only"],
+        ["env.train.groups[1].uncertainty_penalty=1", "applies to env_type world_model, not metaworld"],
     ),
     (
         "ppo_cnn_metaworld",
@@ -299,7 +314,11 @@ BAD = [
     ("ppo_cnn_metaworld", ["env.train.cameras=[front]"], ["env.train.cameras='front'", "gripperPOV"]),
     ("ppo_cnn_metaworld", ["env.train.image_size=4"], ["env.train.image_size=4"]),
     ("grpo_cnn_metaworld", ["env.train.auto_reset=true"], ["env.train.auto_reset=True", "grpo"]),
-    ("grpo_cnn_metaworld", ["env.train.use_fixed_reset_state_ids=false"], ["use_fixed_reset_state_ids", "grpo"]),
+    (
+        "grpo_cnn_metaworld",
+        ["env.train.use_fixed_reset_state_ids=false"],
+        ["use_fixed_reset_state_ids", "grpo"],
+    ),
     (
         "grpo_cnn_metaworld",
         ["cluster=partial_sharing", "env.train.num_envs=4"],

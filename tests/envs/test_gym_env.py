@@ -2,13 +2,13 @@
 
 import torch
 
-from policy_and_value.config.schema import EnvConfig
+from policy_and_value.config.schema import env_config
 from policy_and_value.envs import make_env
 
 
 def _env(task="CartPole-v1", n=3, chunk=4, max_steps=30, seed=0, **kw):
     return make_env(
-        EnvConfig(env_type="gym", tasks=[task], num_action_chunks=chunk, max_episode_steps=max_steps, **kw),
+        env_config(env_type="gym", tasks=[task], num_action_chunks=chunk, max_episode_steps=max_steps, **kw),
         n,
         seed,
     )

@@ -9,7 +9,7 @@ import torch
 import yaml
 
 from policy_and_value.config import load_config
-from policy_and_value.config.schema import EnvConfig
+from policy_and_value.config.schema import EnvConfig, env_config
 from policy_and_value.envs.libero_tasks import ACTION_DIM, STATE_DIM, suite_tasks
 from policy_and_value.envs.registry import make_env
 from tests.envs.simulator_contract import check_success_rewards_once, check_truncation_at_the_step_limit
@@ -25,7 +25,7 @@ TASKS = [
 
 def _cfg(**kw) -> EnvConfig:
     base = yaml.safe_load((REPO / "configs" / "env" / "libero_object_3tasks.yaml").read_text())
-    return EnvConfig(**{**base, "tasks": TASKS, "image_size": 32, "num_action_chunks": 4, **kw})
+    return env_config(**{**base, "tasks": TASKS, "image_size": 32, "num_action_chunks": 4, **kw})
 
 
 @pytest.fixture(scope="module")

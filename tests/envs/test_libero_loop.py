@@ -1,4 +1,4 @@
-"""The LIBERO loop's last job (``rl_release_libero``, ``scripts/libero_loop.sh``) on tiny models made here:
+"""The LIBERO loop's last job (``rl_release_libero``, ``worldrl recipe libero-loop``) on tiny models made here:
 imagined LIBERO envs (7-dim actions, the 8-dim proprio state, both LIBERO cameras) beside a real LIBERO
 env group in one rollout, evaluated in LIBERO; and ``offline.evaluate`` in LIBERO."""
 

@@ -10,7 +10,7 @@ import torch
 import yaml
 
 from policy_and_value.config import load_config
-from policy_and_value.config.schema import EnvConfig
+from policy_and_value.config.schema import EnvConfig, env_config
 from policy_and_value.envs import maniskill_tasks
 from policy_and_value.envs.maniskill_env import axis_angle
 from policy_and_value.envs.maniskill_tasks import ACTION_DIM, STATE_DIM, TASKS
@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _cfg(**kw) -> EnvConfig:
     base = yaml.safe_load((REPO / "configs" / "env" / "maniskill_3tasks.yaml").read_text())
-    return EnvConfig(
+    return env_config(
         **{**base, "tasks": ["PickCube-v1", "StackCube-v1"], "image_size": 32, "num_action_chunks": 4, **kw}
     )
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from policy_and_value.config.schema import EnvConfig, VideoConfig
+from policy_and_value.config.schema import VideoConfig, env_config
 from policy_and_value.envs import make_env
 from policy_and_value.envs.base import assign_tasks
 from policy_and_value.envs.metaworld_tasks import PROMPTS
@@ -21,7 +21,7 @@ def _cfg(**kw):
         image_size=32,
     )
     base.update(kw)
-    return EnvConfig(**base)
+    return env_config(**base)
 
 
 def _acts(n, steps=12, seed=0):

@@ -3,13 +3,13 @@
 import pytest
 import torch
 
-from policy_and_value.config.schema import EnvConfig
+from policy_and_value.config.schema import env_config
 from policy_and_value.envs import make_env
 from policy_and_value.envs.mixed import MixedEnv
 
 
 def _gym(task, n, seed, max_steps=12):
-    cfg = EnvConfig(env_type="gym", tasks=[task], num_action_chunks=4, max_episode_steps=max_steps)
+    cfg = env_config(env_type="gym", tasks=[task], num_action_chunks=4, max_episode_steps=max_steps)
     return make_env(cfg, n, seed)
 
 
@@ -71,9 +71,9 @@ def test_each_env_carries_its_env_group():
 
     mixed = MixedEnv([("a", _gym("CartPole-v1", 2, 0)), ("b", _gym("CartPole-v1", 3, 1))])
     base = {"env_type": "gym", "tasks": ["CartPole-v1"], "num_action_chunks": 4, "num_envs": 5}
-    grouped = EnvConfig(**base, groups=[{"name": "a", "num_envs": 2}, {"name": "b", "num_envs": 3}])
+    grouped = env_config(**base, groups=[{"name": "a", "num_envs": 2}, {"name": "b", "num_envs": 3}])
     assert env_group_ids(grouped, mixed).tolist() == [0, 0, 1, 1, 1]
-    assert env_group_ids(EnvConfig(**base), _gym("CartPole-v1", 5, 0)) is None
+    assert env_group_ids(env_config(**base), _gym("CartPole-v1", 5, 0)) is None
 
 
 def test_finished_episodes_steps_are_counted_per_env_group():

@@ -98,20 +98,21 @@ def test_the_real_arm_trains_in_meta_world(bench, monkeypatch, tmp_path):
     assert bench.calls["env_type"] == ["world_model", "metaworld"]
 
 
+def test_a_recipe_whose_env_group_is_swapped_trains_its_real_arm_in_meta_world(bench, monkeypatch, tmp_path):
+    """rl_metaworld_outcome_wm picks its world model by the env group, so the real arm's swap takes."""
+    argv = "imagination_gain.py --config rl_metaworld_outcome_wm --seeds 0 --steps 2".split()
+    monkeypatch.setattr(sys, "argv", [*argv, "--out", str(tmp_path)])
+    bench.main()
+    assert bench.calls["env_type"] == ["world_model", "metaworld"]
+
+
 def test_a_real_arm_that_would_still_train_in_the_world_model_stops_before_any_work(
     bench, monkeypatch, tmp_path
 ):
-    """rl_metaworld_outcome_wm sets env.train.env_type itself, so swapping the env group leaves it imagined."""
-    argv = [
-        "imagination_gain.py",
-        "--config",
-        "rl_metaworld_outcome_wm",
-        "--seeds",
-        "0",
-        "--out",
-        str(tmp_path),
-    ]
-    monkeypatch.setattr(sys, "argv", argv)
+    """A job that sets env.train.env_type itself keeps it after the env group swap: stopped before any work."""
+    argv = "imagination_gain.py --config rl_release_grpo --seeds 0".split()
+    extra = ["--out", str(tmp_path), "env.train.env_type=world_model"]
+    monkeypatch.setattr(sys, "argv", [*argv, *extra])
     with pytest.raises(SystemExit, match="would still train in the world model.*--no-real-ppo"):
         bench.main()
     assert bench.calls["train"] == [] and bench.calls["evaluate"] == []

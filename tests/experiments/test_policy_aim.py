@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from policy_and_value.config.schema import EnvConfig
+from policy_and_value.config.schema import env_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,7 @@ class Scripted:
 @pytest.mark.parametrize("gain", [1.0, 0.0])
 def test_slope_follows_whether_the_hand_goes_to_the_goal(monkeypatch, gain):
     bench = import_module("experiments.harness.policy_aim")
-    env = EnvConfig(
+    env = env_config(
         env_type="metaworld", tasks=["reach-v3"], num_envs=1, num_action_chunks=4, max_episode_steps=60,
         use_images=False, state_type="full",
     )  # fmt: skip
@@ -45,7 +45,7 @@ def test_slope_follows_whether_the_hand_goes_to_the_goal(monkeypatch, gain):
 
 def test_a_fixed_press_point_succeeds_only_where_the_button_is_under_it(monkeypatch):
     bench = import_module("experiments.harness.policy_aim")
-    env = EnvConfig(
+    env = env_config(
         env_type="metaworld", tasks=["button-press-topdown-v3"], num_envs=1, num_action_chunks=4,
         max_episode_steps=150, state_type="full",
     )  # fmt: skip

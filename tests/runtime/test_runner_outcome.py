@@ -61,7 +61,10 @@ def test_the_start_on_both_kinds_of_frame_matches_its_checksums():
     for name in ("rl_metaworld_dense_critic_20demo", "rl_metaworld_dense_wm_critic_20demo"):
         cfg = load_config(name, ["start=outcome20_both", f"algorithm.offline_data_path={anchor}"])
         assert cfg.rollout.model_dir == "assets/metaworld_outcome20_both/policy"
-    with pytest.raises(ConfigError, match=r"build it with: DEMOS=20 DEMOS_ONLY=1 REDRAW_CONFIG="):
+    with pytest.raises(
+        ConfigError,
+        match=r"build it with: worldrl recipe outcome-start --out data/outcome_start20_both --demos 20 --demos-only --redraw-config",
+    ):
         load_config("rl_metaworld_dense_wm_critic_20demo", ["start=outcome20_both"])
 
 

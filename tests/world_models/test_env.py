@@ -12,7 +12,7 @@ import torch
 
 import world_models.env  # noqa: F401 - registers env_type world_model
 from policy_and_value.config import load_config
-from policy_and_value.config.schema import EnvConfig
+from policy_and_value.config.schema import EnvConfig, env_config
 from policy_and_value.envs import make_env
 from tests.world_models.conftest import PROMPTS
 from toolkits.base.errors import ConfigError
@@ -26,7 +26,7 @@ def _cfg(episodes, model_dirs, **kw) -> EnvConfig:
         success_threshold=1.0,
     )  # fmt: skip
     base.update(kw)
-    return EnvConfig(**base)
+    return env_config(**base)
 
 
 def _actions(n, seed=0):

@@ -366,11 +366,13 @@ def test_state_keys_are_checked_before_start(episodes, model_dirs, state_model_d
         load_config("ppo_cnn_metaworld", [*keys, "env.train.uncertainty_halt=0.5"])
     with pytest.raises(ConfigError, match=r"env.train.frames_from='state':.*has no renderer"):
         load_config(
-            "ppo_cnn_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.frames_from=state"]
+            "ppo_cnn_metaworld",
+            [*keys, f"env.train.state_model_config={plain}", "env.train.frames_from=state"],
         )
     with pytest.raises(ConfigError, match=r"predicts chunks of 4 actions; env.train.num_action_chunks is 2"):
         load_config(
-            "ppo_cnn_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.num_action_chunks=2"]
+            "ppo_cnn_metaworld",
+            [*keys, f"env.train.state_model_config={plain}", "env.train.num_action_chunks=2"],
         )
 
 
@@ -501,5 +503,6 @@ def test_a_state_scored_env_needs_no_reward_model(episodes, model_dirs, state_mo
     with pytest.raises(ConfigError, match=r"env.train.reward_model_config=None: env_type world_model needs"):
         load_config("ppo_cnn_metaworld", keys)
     load_config(
-        "ppo_cnn_metaworld", [*keys, f"env.train.state_model_config={plain}", "env.train.outcome_source=state"]
+        "ppo_cnn_metaworld",
+        [*keys, f"env.train.state_model_config={plain}", "env.train.outcome_source=state"],
     )

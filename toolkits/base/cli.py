@@ -58,3 +58,9 @@ def job_cli(
         return 2
     run(job)
     return 0
+
+
+def tool_prog(module: str) -> str:
+    """The program name a tool's usage shows: ``worldrl <command>`` when the ``worldrl`` command runs it (it sets
+    ``sys.argv[0]``), else ``python -m <module>``."""
+    return sys.argv[0] if sys.argv and sys.argv[0].startswith("worldrl ") else f"python -m {module}"

@@ -24,6 +24,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from toolkits.base.cli import tool_prog
+
 REPO = Path(__file__).resolve().parents[2]
 WEIGHTS_CHOICES = ("rollout", "actor")
 PI0_TYPES = ("pi0", "pi05")
@@ -288,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     from toolkits.base.checkpoint import CheckpointError
 
     p = argparse.ArgumentParser(
-        prog="python -m toolkits.ckpt_convertor.export_policy", description=__doc__.splitlines()[0]
+        prog=tool_prog("toolkits.ckpt_convertor.export_policy"), description=__doc__.splitlines()[0]
     )
     p.add_argument(
         "--checkpoint", required=True, help="LOGDIR/checkpoints/global_step_N (or LOGDIR: the latest)"

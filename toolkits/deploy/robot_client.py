@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from toolkits.base.cli import tool_prog
 from toolkits.deploy.served import ObservationKeys, ServedPolicy, client_observation
 
 
@@ -45,12 +46,12 @@ def episode_env(
     layout_seed: int,
 ) -> Any:
     """The batched ``MetaWorldEnv`` that ``evaluate_in_metaworld`` builds for the same arguments."""
-    from policy_and_value.config.schema import EnvConfig
+    from policy_and_value.config.schema import env_config
     from policy_and_value.envs.metaworld_env import MetaWorldEnv
 
     num_envs = num_envs or len(tasks) * min(episodes_per_task, 10)
     num_envs = max(len(tasks), num_envs - num_envs % len(tasks))
-    cfg = EnvConfig(
+    cfg = env_config(
         env_type="metaworld", tasks=tasks, num_envs=num_envs, num_action_chunks=chunk,
         max_episode_steps=max_episode_steps, auto_reset=False, cameras=cameras, image_size=image_size,
         state_type=state_type, layout_seed=layout_seed,
@@ -218,7 +219,7 @@ def run_in_process_episodes(
 def main(argv: list[str] | None = None) -> int:
     """CLI: play the episodes against the server and print success per task (and the comparison)."""
     p = argparse.ArgumentParser(
-        prog="python -m toolkits.deploy.robot_client", description=__doc__.splitlines()[0]
+        prog=tool_prog("toolkits.deploy.robot_client"), description=__doc__.splitlines()[0]
     )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)

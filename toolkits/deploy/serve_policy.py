@@ -56,6 +56,7 @@ from websockets.asyncio.server import Request, Response, Server, ServerConnectio
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
+from toolkits.base.cli import tool_prog
 from toolkits.base.errors import ConfigError, config_error
 from toolkits.deploy.record import (
     DEFAULT_MAX_STEPS,
@@ -420,7 +421,7 @@ def check_args(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     """CLI: load the policy directory and serve it until interrupted."""
     p = argparse.ArgumentParser(
-        prog="python -m toolkits.deploy.serve_policy", description=__doc__.splitlines()[0]
+        prog=tool_prog("toolkits.deploy.serve_policy"), description=__doc__.splitlines()[0]
     )
     p.add_argument(
         "--policy-dir", required=True, help="an exported policy directory (export_policy) or any pi0 one"

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolkits.base.cli import tool_prog
+
 DEPLOY_FILE = "deploy.json"
 FORMAT_VERSION = 1
 SIMULATORS = ("metaworld", "libero", "maniskill")  # the env types a robot stands in for
@@ -175,11 +177,10 @@ def load_env_config(env: str, overrides: list[str]) -> Any:
     overrides; a ``ConfigError`` (one line) when it is missing or invalid."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
-    from pydantic import ValidationError
 
-    from policy_and_value.config.schema import EnvConfig
+    from policy_and_value.config.env_schema import validate_env
     from toolkits.base.compose import CONFIG_DIR
-    from toolkits.base.errors import ConfigError, config_error, format_validation_error
+    from toolkits.base.errors import config_error
 
     env_dir = CONFIG_DIR / "env"  # the env configs job configs compose (env@env.train=NAME)
     path = env_dir / f"{env}.yaml"
@@ -193,10 +194,7 @@ def load_env_config(env: str, overrides: list[str]) -> Any:
         )
     except (OmegaConfBaseException, ValueError) as err:
         raise config_error("overrides", overrides, " ".join(str(err).split())) from None
-    try:
-        config = EnvConfig.model_validate(data)
-    except ValidationError as err:
-        raise ConfigError(format_validation_error(err, data, EnvConfig)) from None
+    config = validate_env(data)
     if config.env_type not in SIMULATORS:
         raise config_error(
             "env_type", config.env_type, f"a robot stands in for a simulator: {', '.join(SIMULATORS)}"
@@ -209,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     from policy_and_value.models.pi0.configuration_pi0 import Pi0Config, policy_dir_problem
     from toolkits.base.errors import ConfigError, config_error
 
-    p = argparse.ArgumentParser(prog="python -m toolkits.deploy.spec", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=tool_prog("toolkits.deploy.spec"), description=__doc__.splitlines()[0])
     p.add_argument("--policy-dir", required=True, help="the policy directory to write deploy.json into")
     p.add_argument("--env", required=True, help="an env config: configs/env/NAME.yaml (NAME) or a YAML file")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="overrides of the env config's keys")

@@ -1,7 +1,7 @@
 """A scripted expert for LIBERO-Object ("pick up the X and place it in the basket"), acting from the
 simulator's privileged state (object, basket and end-effector positions) with LIBERO's 7-dim
 end-effector-delta actions: above the object, down, grasp, up to a carrying height, over the basket,
-release. Success per task is measured on the results page (benchmarks/libero_experts.py)."""
+release. Success per task is measured in experiments/reports/baselines.md (``worldrl collect --suite libero_object``)."""
 
 from __future__ import annotations
 

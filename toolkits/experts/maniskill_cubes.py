@@ -1,7 +1,7 @@
 """Scripted experts for ManiSkill3's cube tasks (PickCube-v1, PushCube-v1, StackCube-v1), acting from the
 simulator's privileged state (TCP, cube and target positions, ``ManiSkillEnv.privileged_obs``) with the
 env's 7-dim ``pd_ee_delta_pose`` actions (an action of 1 moves 10 cm; gripper +1 open, -1 close). Each is a
-list of waypoints walked in order. Success per task is measured on the results page
+list of waypoints walked in order. Success per task is measured in docs/results.md
 (``python -m toolkits.collect_episodes --suite maniskill``)."""
 
 from __future__ import annotations

@@ -8,9 +8,10 @@ import sys
 import types
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from toolkits.base.errors import ConfigError
 from toolkits.recipes.stages import StageFailed, Stages
@@ -36,7 +37,7 @@ def build_parser(model: type[BaseModel], prog: str, description: str) -> argpars
     parser = argparse.ArgumentParser(prog=prog, description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     for name, field in model.model_fields.items():
-        help_text = field.description or ""
+        help_text = (field.description or "").replace("%", "%%")  # argparse formats help with %
         if field.annotation is bool:
             parser.add_argument(flag(name), action="store_true", default=None, help=help_text)
             continue
@@ -53,13 +54,35 @@ def parse_args(model: type[Args], argv: list[str] | None, prog: str, description
     namespace = build_parser(model, prog, description).parse_args(argv)
     given = {k: v for k, v in vars(namespace).items() if v is not None}
     try:
-        return model.model_validate(given)
+        args = model.model_validate(given)
     except ValidationError as err:
         e = err.errors()[0]
         name = str(e["loc"][0]) if e["loc"] else "?"
         value = given.get(name, e.get("input"))
         msg = e["msg"].removeprefix("Value error, ")
         raise ConfigError(f"config error: {flag(name)}={value!r}: {msg[0].lower() + msg[1:]}") from None
+    if isinstance(args, RecipeArgs):
+        args.check()
+    return args
+
+
+class RecipeArgs(BaseModel):
+    """A recipe's arguments: unknown fields refused; ``check`` looks at the file system (the output folder is new,
+    inputs exist) before any work, raising ``ConfigError`` naming the flag."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def check(self) -> None:
+        """Refuse an existing output folder (``out``): a recipe never overwrites an earlier build."""
+        out = getattr(self, "out", None)
+        if out is not None and Path(out).exists():
+            raise ConfigError(f"config error: --out={out!r}: exists; choose a new directory")
+
+
+def require_dir(flag_name: str, path: str, marker: str, what: str) -> None:
+    """``path`` must hold ``marker`` (``config.json``, ``index.json``), else one line naming the flag."""
+    if not (Path(path) / marker).is_file():
+        raise ConfigError(f"config error: {flag_name}={path!r}: no {marker}; expected {what}")
 
 
 def recipe_main(

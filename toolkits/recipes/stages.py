@@ -3,6 +3,7 @@ time is kept for the table every recipe prints at its end."""
 
 from __future__ import annotations
 
+import importlib
 import shlex
 import time
 from collections.abc import Callable
@@ -28,10 +29,19 @@ class Stages:
         command = f"python -m {module} {shlex.join(argv)}" if module else shlex.join(argv)
         self.log(f"== {name}: {command}")
         t0 = time.time()
-        code = main(argv)
+        try:
+            code = main(argv)
+        except SystemExit as done:  # argparse, or a tool's own SystemExit("message")
+            code = done.code
+            if isinstance(code, str):
+                raise StageFailed(f"{self.recipe}: stage {name!r}: {code}") from None
         if code not in (0, None):
             raise StageFailed(f"{self.recipe}: stage {name!r} exited with code {code}: {command}")
         self.times.append((name, time.time() - t0))
+
+    def tool(self, name: str, module: str, argv: list[str]) -> None:
+        """Run the tool ``python -m module`` (its ``main(argv)``, imported only now) as stage ``name``."""
+        self.run(name, lambda a: importlib.import_module(module).main(a), argv, module)
 
     def call(self, name: str, fn: Callable[[], object]) -> object:
         """Run ``fn()`` as stage ``name`` (work that is not one tool's command line); returns its result."""

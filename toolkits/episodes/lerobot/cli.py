@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from toolkits.base.cli import tool_prog
 from toolkits.episodes.lerobot.export import export_lerobot
 from toolkits.episodes.lerobot.layout import CODEBASE_VERSION, PIX_FMTS
 from toolkits.episodes.lerobot.load import import_lerobot
@@ -12,7 +13,7 @@ from toolkits.episodes.lerobot.load import import_lerobot
 def main(argv: list[str] | None = None) -> int:
     """``export`` or ``import`` from the command line; bad input ends with one line naming it."""
     p = argparse.ArgumentParser(
-        prog="python -m toolkits.episodes.lerobot",
+        prog=tool_prog("toolkits.episodes.lerobot"),
         description="LeRobot v3.0 datasets from and to the project's episode format.",
     )
     sub = p.add_subparsers(dest="command", required=True)
