@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     if is_published_size(cfg):  # published-size presets: what each process will hold, before anything starts
         print(memory_report(cfg), flush=True)
     if validate_only:
+        print(
+            f"{args[0]}: valid (env.train {cfg.env.train.env_type}, {cfg.runner.max_steps} steps); nothing started"
+        )
         return 0
     from policy_and_value.runner import run_job
     from policy_and_value.runner.failure import JobFailed

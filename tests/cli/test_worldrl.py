@@ -67,3 +67,4 @@ def test_a_valid_job_validates_through_the_console_script():
         [str(script), "train", "rl_release", "--validate-only"], capture_output=True, text=True, cwd=REPO
     )
     assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("rl_release: valid (env.train world_model")

@@ -22,7 +22,11 @@ def test_the_recipe_merges_three_policies_rollouts_and_the_job_takes_them(tmp_pa
     episodes = json.loads((out / "data" / "index.json").read_text())["episodes"]
     assert len(episodes) == 3 * 3  # three policies x one rollout of each task
     policies = [e["policy"] for e in episodes]
-    for start in ("metaworld_outcome/policy", "metaworld_outcome20/policy", "metaworld_outcome20_both/policy"):
+    for start in (
+        "metaworld_outcome/policy",
+        "metaworld_outcome20/policy",
+        "metaworld_outcome20_both/policy",
+    ):
         assert sum(p.endswith(start) for p in policies) == 3, (start, policies)
     assert {e["length"] for e in episodes} == {8}
     assert f"coevolution.state_model_data={out}/data" in printed

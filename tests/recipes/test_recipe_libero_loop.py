@@ -61,8 +61,13 @@ def test_the_rl_stages_run_the_loop_jobs_on_the_models_it_made(episodes, tmp_pat
         if name in ("PPO in LIBERO", "rl_release_libero"):
             step(Recorder())
     (_, m1, ppo), (_, m2, rl) = calls
-    assert m1 == m2 == "policy_and_value.train" and ppo[0] == "ppo_pi0_libero" and rl[0] == "rl_release_libero"
-    assert f"rollout.model_dir={tmp_path}/sft/policy" in ppo and f"env.train.dynamics_model_image_root={episodes}" in rl
+    assert (
+        m1 == m2 == "policy_and_value.train" and ppo[0] == "ppo_pi0_libero" and rl[0] == "rl_release_libero"
+    )
+    assert (
+        f"rollout.model_dir={tmp_path}/sft/policy" in ppo
+        and f"env.train.dynamics_model_image_root={episodes}" in rl
+    )
     assert "runner.max_steps=6" in rl and "env.eval_episodes=18" in rl  # 3 tasks x 6 episodes
 
 

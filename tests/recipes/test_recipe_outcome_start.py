@@ -21,7 +21,9 @@ def test_the_recipe_writes_a_complete_policy_and_reports_its_stages(tmp_path, ca
     shipped = REPO / "assets" / "metaworld_outcome" / "policy" / "deploy.json"  # a complete policy directory
     assert (out / "sft" / "policy" / "deploy.json").read_bytes() == shipped.read_bytes()
     assert "outcome-start: done in" in printed and "imitation policy" in printed
-    demos, both = (json.loads((out / d / "index.json").read_text())["episodes"] for d in ("demos", "demos_both"))
+    demos, both = (
+        json.loads((out / d / "index.json").read_text())["episodes"] for d in ("demos", "demos_both")
+    )
     assert len(both) == 2 * len(demos) > 0
     assert f"algorithm.offline_data_path={out}/demos_both" in printed
     assert outcome_start.main(argv) == 2  # never over an earlier build

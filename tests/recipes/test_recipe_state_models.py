@@ -54,7 +54,9 @@ def test_refit_writes_its_models_and_gauges_each(built, tmp_path, capsys):
     assert "refit-state-model: done in" in printed
     merged = json.loads((out / "data" / "index.json").read_text())["episodes"]
     assert len(merged) == 3 + 3 + 6  # the base data, the policy's 3 rollouts, the extra data
-    assert printed.count(GAUGED) == 4  # the base model's gauge, the refitted one's, the longer-trained one's, the plans'
+    assert (
+        printed.count(GAUGED) == 4
+    )  # the base model's gauge, the refitted one's, the longer-trained one's, the plans'
     plans = json.loads((out / "plan_rollouts" / "index.json").read_text())["episodes"]
     assert len(plans) == 3
     assert f"planned in the world model of {out}/long/model " in plans[0]["policy"]  # the longer-trained one

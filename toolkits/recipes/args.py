@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from toolkits.base.errors import ConfigError
+from toolkits.base.schema import Strict
 from toolkits.recipes.stages import StageFailed, Stages
 
 Args = TypeVar("Args", bound=BaseModel)
@@ -66,11 +67,9 @@ def parse_args(model: type[Args], argv: list[str] | None, prog: str, description
     return args
 
 
-class RecipeArgs(BaseModel):
-    """A recipe's arguments: unknown fields refused; ``check`` looks at the file system (the output folder is new,
+class RecipeArgs(Strict):
+    """A recipe's arguments (unknown fields refused); ``check`` looks at the file system (the output folder is new,
     inputs exist) before any work, raising ``ConfigError`` naming the flag."""
-
-    model_config = ConfigDict(extra="forbid")
 
     def check(self) -> None:
         """Refuse an existing output folder (``out``): a recipe never overwrites an earlier build."""
