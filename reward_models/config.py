@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from toolkits.base.schema import Strict
+from toolkits.base.setting import Setting
 
 
 class RewardDataConfig(Strict):
@@ -40,6 +41,8 @@ class RewardTrainConfig(Strict):
 
 class RewardModelJob(Strict):
     data: RewardDataConfig
+    # what it may read (frames and success: both settings): privileged, or observation_only (what a robot records; docs/configuration.md, "setting")
+    setting: Setting = "privileged"
     model: RewardNetConfig = Field(default_factory=RewardNetConfig)
     train: RewardTrainConfig = Field(default_factory=RewardTrainConfig)
     output_dir: str = "logs/reward_model"

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from toolkits.base.schema import Strict
+from toolkits.base.setting import Setting
 
 
 class WMDataConfig(Strict):
@@ -34,6 +35,8 @@ class WMTrainConfig(Strict):
 
 class WorldModelJob(Strict):
     data: WMDataConfig
+    # what it may read: privileged, or observation_only (what a robot records; docs/configuration.md, "setting")
+    setting: Setting = "privileged"
     preset: str = "tiny"  # DynamicsModelConfig preset
     model: dict[str, Any] = Field(default_factory=dict)  # DynamicsModelConfig field overrides
     train: WMTrainConfig = Field(default_factory=WMTrainConfig)
@@ -89,6 +92,8 @@ class StateRenderConfig(Strict):
 
 class StateModelJob(Strict):
     data: WMDataConfig
+    # what it may read: privileged, or observation_only (what a robot records; docs/configuration.md, "setting")
+    setting: Setting = "privileged"
     model: StateNetConfig = Field(default_factory=StateNetConfig)
     train: StateTrainConfig = Field(default_factory=StateTrainConfig)
     render: StateRenderConfig = Field(default_factory=StateRenderConfig)

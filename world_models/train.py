@@ -21,6 +21,7 @@ import torch
 
 from policy_and_value.config.data_checks import check_episode_data
 from toolkits.base.errors import config_error as _fail
+from toolkits.base.setting import check_state_input
 from toolkits.base.tensors import tensors_to
 from world_models.config import WorldModelJob
 
@@ -32,6 +33,7 @@ def check_job(job: WorldModelJob) -> None:
     """Paths, tasks and model keys, one line each, before data is loaded."""
     from world_models.dynamics_config import make_config
 
+    check_state_input(job.setting, job.data.state_type)
     check_episode_data(job.data.path, job.data.tasks)
     if job.init_model_dir is not None and not os.path.isfile(os.path.join(job.init_model_dir, "config.json")):
         raise _fail("init_model_dir", job.init_model_dir, "not a dynamics model directory (no config.json)")

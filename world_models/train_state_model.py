@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from policy_and_value.config.data_checks import check_episode_data
 from toolkits.base.errors import config_error as _fail
+from toolkits.base.setting import OBSERVATION_ONLY, privileged
 from toolkits.base.tensors import tensors_to
 from world_models.config import StateModelJob
 
@@ -44,6 +45,9 @@ def check_job(job: StateModelJob) -> None:
     """Paths and tasks, one line each, before data is loaded."""
     from world_models.latent_cache import check_cache_dir
 
+    if job.setting == OBSERVATION_ONLY:
+        raise privileged("setting", job.setting, "simulator states (the state world model predicts them)",
+                         "train the dynamics model on frames and proprioception (worldrl train-world-model)")  # fmt: skip
     check_episode_data(job.data.path, job.data.tasks)
     for key, path in (
         ("init_model_dir", job.init_model_dir),

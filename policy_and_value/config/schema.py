@@ -25,6 +25,7 @@ from policy_and_value.config.env_schema import (  # noqa: F401 - the env schema 
     env_config,
 )
 from toolkits.base.schema import Strict
+from toolkits.base.setting import Setting
 
 
 # ----------------------------------------------------------------------------------------- cluster
@@ -240,6 +241,9 @@ class CoevolutionConfig(Strict):
 class JobConfig(Strict):
     """The whole job."""
 
+    # what the job may read: privileged (a simulator's state and shaped reward too) or observation_only (what a
+    # robot records: frames, proprioception, actions, the instruction, the episode's success); checked before start
+    setting: Setting = "privileged"
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)

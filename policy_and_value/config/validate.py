@@ -23,6 +23,7 @@ from policy_and_value.config.data_checks import (
 from policy_and_value.config.env_checks import all_envs, apply_num_group_envs, check_envs
 from policy_and_value.config.model_checks import check_pi0
 from policy_and_value.config.schema import JobConfig
+from policy_and_value.config.setting_checks import check_setting
 from policy_and_value.config.sizes import check_sizes
 from policy_and_value.runtime.placement import PlacementError, parse_placement
 from toolkits.base.errors import ConfigError, config_error, format_validation_error
@@ -60,6 +61,7 @@ def validate_config(data: dict[str, Any], num_devices: int | None = None) -> Job
     ranks = {c: placement.world_size(c) for c in ("env", "rollout", "actor")}
     cfg = apply_num_group_envs(cfg, ranks)
     check_envs(cfg, ranks)
+    check_setting(cfg)
     check_batches(cfg, ranks)
     check_algorithm(cfg)
     check_paths(cfg)

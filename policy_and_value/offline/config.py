@@ -8,6 +8,7 @@ from pydantic import Field
 
 from policy_and_value.config.schema import ModelConfig
 from toolkits.base.schema import Strict
+from toolkits.base.setting import Setting
 
 
 class DataConfig(Strict):
@@ -47,6 +48,8 @@ class SFTConfig(Strict):
     """``python -m policy_and_value.offline.train_sft [CONFIG] [key=value ...]``."""
 
     data: DataConfig
+    # what it may read: privileged, or observation_only (what a robot records; docs/configuration.md, "setting")
+    setting: Setting = "privileged"
     model: ModelConfig = Field(default_factory=lambda: ModelConfig(policy_type="pi0", add_value_head=False))
     norm_mode: Literal["quantile", "mean_std", "none"] = "quantile"
     augment: AugmentConfig = Field(default_factory=AugmentConfig)

@@ -28,6 +28,7 @@ import torch
 from policy_and_value.config.data_checks import check_episode_data
 from policy_and_value.offline.config import SFTConfig
 from toolkits.base.errors import config_error as _fail
+from toolkits.base.setting import check_state_input
 
 CHECKPOINTS = "checkpoints"
 POLICY_DIR = "policy"
@@ -35,6 +36,7 @@ POLICY_DIR = "policy"
 
 def check_config(cfg: SFTConfig) -> None:
     """Cross-field and path checks, one line each, before anything is loaded."""
+    check_state_input(cfg.setting, cfg.data.state_type)
     dataset = check_episode_data(cfg.data.path, cfg.data.tasks)
     chosen = [e for e in dataset.entries if not cfg.data.tasks or e.get("task") in cfg.data.tasks]
     if cfg.data.success_only and not any(e.get("success_once") for e in chosen):

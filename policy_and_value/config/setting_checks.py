@@ -1,0 +1,33 @@
+"""The observation-only setting's check of a job: nothing the policy, its critic or its world model reads may be
+simulator state, and nothing it trains on may be the simulator's reward (``setting: observation_only``)."""
+
+from __future__ import annotations
+
+from policy_and_value.config.env_checks import all_envs
+from policy_and_value.config.schema import JobConfig
+from toolkits.base.setting import OBSERVATION_ONLY, privileged
+
+POSES = "the simulator's object and goal poses"
+
+
+def check_setting(cfg: JobConfig) -> None:
+    """Refuse, naming the key, every part of ``cfg`` that would read privileged state in the observation-only
+    setting: a full simulator state as policy (and critic) input, a shaped simulator reward to train on, the state
+    world model (it predicts simulator state), co-evolution (it refits that model)."""
+    if cfg.setting != OBSERVATION_ONLY:
+        return
+    for key, env in all_envs(cfg):
+        if env.env_type == "gym":
+            raise privileged(f"{key}.env_type", "gym", "a gymnasium env's state vector", "use a camera env")
+        if env.state_type == "full":
+            raise privileged(f"{key}.state_type", "full", POSES, "set state_type: proprio")
+        training = key.startswith("env.train")
+        if training and getattr(env, "reward_signal", "success") == "dense":
+            raise privileged(f"{key}.reward_signal", "dense", "the simulator's shaped reward",
+                             "train on the episode's success (reward_signal: success) or a reward model")  # fmt: skip
+        if env.env_type == "world_model" and env.state_model_config is not None:
+            raise privileged(f"{key}.state_model_config", env.state_model_config,
+                             "a state world model, which predicts simulator state", "imagine with a dynamics model on frames")  # fmt: skip
+    if cfg.coevolution.rounds > 0:
+        raise privileged("coevolution.rounds", cfg.coevolution.rounds, "a state world model refitted on simulator states",
+                         "set coevolution.rounds=0")  # fmt: skip
