@@ -17,6 +17,7 @@ BUILT_BY_RECIPE = {
     "--redraw-config rl_metaworld_dense_wm_critic_20demo",
     "logs/libero_loop": "worldrl recipe libero-loop --out logs/libero_loop",
     "data/coevolution20_both": "worldrl recipe coevolution-data --out data/coevolution20_both",
+    "data/obs_start20": "worldrl recipe outcome-start --out data/obs_start20 --demos 20 --state-type proprio",
 }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
@@ -42,6 +43,10 @@ class Args(RecipeArgs):
         None, description="a world-model job whose renderer redraws the demonstrations"
     )
     state_noise: NonNegativeFloat = Field(0.0, description="Gaussian noise on the state the imitation reads")
+    state_type: Literal["full", "proprio"] = Field(
+        "full",
+        description="the policy's state: full (39 numbers) or proprio (hand and gripper: observation only)",
+    )
 
     def check(self) -> None:
         """The redraw job exists and composes, before any work."""
@@ -77,11 +82,13 @@ def run(args: Args) -> Stages:
     policy = f"{out}/sft/policy"
     s.tool("imitation policy", "policy_and_value.offline.train_sft", ["offline/sft_pi0_tiny", f"data.path={data}",
            f"output_dir={out}/sft", f"train.max_steps={args.sft_steps}", "data.holdout_fraction=0",
-           f"augment.state_noise={args.state_noise}"])  # fmt: skip
+           f"augment.state_noise={args.state_noise}", f"data.state_type={args.state_type}",
+           *(["setting=observation_only"] if args.state_type == "proprio" else [])])  # fmt: skip
     s.tool("deploy.json", "toolkits.deploy.spec", ["--policy-dir", policy, "--env", "metaworld_3tasks",
-           f"tasks=[{','.join(TASKS)}]"])  # fmt: skip
+           f"tasks=[{','.join(TASKS)}]", f"state_type={args.state_type}"])  # fmt: skip
     s.tool("success, unseen layouts", "policy_and_value.offline.evaluate", ["--model-dir", policy, "--tasks", *TASKS,
-           "--episodes", str(args.eval_episodes), "--cameras", *CAMERAS, "--layout-seed", "1"])  # fmt: skip
+           "--episodes", str(args.eval_episodes), "--cameras", *CAMERAS, "--layout-seed", "1",
+           "--state-type", args.state_type])  # fmt: skip
     if args.redraw_config:
         s.log(f"train from it:\n  bash scripts/run_embodiment.sh {args.redraw_config} rollout.model_dir={policy} "
               f"algorithm.offline_data_path={data}")  # fmt: skip
