@@ -85,7 +85,7 @@ def run(args: Args) -> Stages:
            f"augment.state_noise={args.state_noise}", f"data.state_type={args.state_type}",
            *(["setting=observation_only"] if args.state_type == "proprio" else [])])  # fmt: skip
     s.tool("deploy.json", "toolkits.deploy.spec", ["--policy-dir", policy, "--env", "metaworld_3tasks",
-           f"tasks=[{','.join(TASKS)}]", f"state_type={args.state_type}"])  # fmt: skip
+           f"tasks=[{','.join(TASKS)}]", *([f"state_type={args.state_type}"] if args.state_type != "full" else [])])  # fmt: skip
     s.tool("success, unseen layouts", "policy_and_value.offline.evaluate", ["--model-dir", policy, "--tasks", *TASKS,
            "--episodes", str(args.eval_episodes), "--cameras", *CAMERAS, "--layout-seed", "1",
            "--state-type", args.state_type])  # fmt: skip
