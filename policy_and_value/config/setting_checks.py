@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from policy_and_value.config.env_checks import all_envs
 from policy_and_value.config.schema import JobConfig
-from toolkits.base.setting import OBSERVATION_ONLY, privileged
-
-POSES = "the simulator's object and goal poses"
+from toolkits.base.setting import OBSERVATION_ONLY, POSES, privileged
 
 
 def check_setting(cfg: JobConfig) -> None:

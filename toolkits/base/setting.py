@@ -10,7 +10,9 @@ from toolkits.base.errors import ConfigError, config_error
 
 Setting = Literal["privileged", "observation_only"]
 OBSERVATION_ONLY = "observation_only"
-ROBOT_RECORDS = "camera frames, proprioception, actions, the instruction and the episode's success flag"
+POSES = (
+    "the simulator's object and goal poses"  # what a full simulator state holds that a robot cannot record
+)
 
 
 def privileged(key: str, value: Any, reads: str, instead: str) -> ConfigError:
@@ -24,6 +26,4 @@ def privileged(key: str, value: Any, reads: str, instead: str) -> ConfigError:
 def check_state_input(setting: str, state_type: str, key: str = "data.state_type") -> None:
     """An offline tool's state input (``key``): in the observation-only setting proprioception only."""
     if setting == OBSERVATION_ONLY and state_type == "full":
-        raise privileged(
-            key, state_type, "the simulator's object and goal poses", "set data.state_type=proprio"
-        )
+        raise privileged(key, state_type, POSES, "set data.state_type=proprio")

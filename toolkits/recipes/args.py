@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from toolkits.base.errors import ConfigError
+from toolkits.base.errors import ConfigError, config_error
 from toolkits.base.schema import Strict
 from toolkits.recipes.stages import StageFailed, Stages
 
@@ -75,13 +75,13 @@ class RecipeArgs(Strict):
         """Refuse an existing output folder (``out``): a recipe never overwrites an earlier build."""
         out = getattr(self, "out", None)
         if out is not None and Path(out).exists():
-            raise ConfigError(f"config error: --out={out!r}: exists; choose a new directory")
+            raise config_error("--out", out, "exists; choose a new directory")
 
 
 def require_dir(flag_name: str, path: str, marker: str, what: str) -> None:
     """``path`` must hold ``marker`` (``config.json``, ``index.json``), else one line naming the flag."""
     if not (Path(path) / marker).is_file():
-        raise ConfigError(f"config error: {flag_name}={path!r}: no {marker}; expected {what}")
+        raise config_error(flag_name, path, f"no {marker}; expected {what}")
 
 
 def recipe_main(

@@ -27,7 +27,7 @@ from toolkits.base.atomic import write_text_atomically
 from toolkits.base.cli import tool_prog
 from toolkits.base.errors import ConfigError
 from toolkits.recipes.args import RecipeArgs, recipe_main, require_dir
-from toolkits.recipes.stages import Stages
+from toolkits.recipes.stages import StageFailed, Stages
 
 TASKS = [
     "pick_up_the_alphabet_soup_and_place_it_in_the_basket",
@@ -78,7 +78,7 @@ def evaluate_imitation(args: Args) -> None:
         code = evaluate(argv)
     print(printed.getvalue(), end="")
     if code:
-        raise ConfigError(f"libero-loop: evaluate imitation exited with code {code}")
+        raise StageFailed(f"libero-loop: stage 'evaluate imitation' exited with code {code}")
     write_text_atomically(f"{args.out}/eval_imitation.md", printed.getvalue())
 
 
