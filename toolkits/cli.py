@@ -62,6 +62,10 @@ RECIPES: dict[str, tuple[str, str]] = {
         "toolkits.recipes.coevolution_data",
         "the episodes co-evolution refits its model on",
     ),
+    "observation-model": (
+        "toolkits.recipes.observation_model",
+        "a world model from what a robot records, gauged",
+    ),
     "libero-loop": ("toolkits.recipes.libero_loop", "the whole loop on LIBERO-Object at a CPU size"),
 }
 GROUPS = {"episodes": EPISODE_TOOLS, "recipe": RECIPES}

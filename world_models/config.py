@@ -51,6 +51,9 @@ class StateNetConfig(Strict):
     hidden: int = Field(256, ge=1)
     layers: int = Field(3, ge=1)
     reward_head: bool = True  # also learn the data's reward from the state (a shaped reward in imagination)
+    # > 0: an observation model (what a robot records): its state is the proprioception and this many principal
+    # components of the cameras' VAE latents (render.dynamics_model_dir's VAE), instead of the simulator's state
+    latent_components: int = Field(0, ge=0)
 
 
 class StateTrainConfig(Strict):
@@ -67,6 +70,9 @@ class StateTrainConfig(Strict):
     # all: every part learns; reward_head (needs init_model_dir): only the reward head, added to the
     # initial model if it has none; its states, success classifier and renderer stay as they are
     parts: Literal["all", "reward_head"] = "all"
+    # steps: the simulator's success flag after every action; episode_end: the episode's outcome alone, on its last
+    # frame (what a robot's operator records; the observation-only setting's)
+    success_labels: Literal["steps", "episode_end"] = "steps"
     # the episode datasets (as the merged data's merged_from names them) whose windows make focus_fraction of
     # every batch, the rest drawn from all windows: a warm refit that learns from a few new episodes among many
     focus_sources: list[str] = Field(default_factory=list)

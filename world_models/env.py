@@ -16,7 +16,9 @@ With a state model (``state_model_config``) the state the policy sees is its mem
 chunk; ``outcome_source: state`` scores progress by its success classifier instead of the reward model,
 ``frames_from: state`` / ``state_residual`` draws the frames from its renderer instead of the denoiser,
 and the members' disagreement lowers rewards (``uncertainty_penalty``) or ends episodes
-(``uncertainty_halt``); with ``reward_mode: state_reward`` the spread of the members' reward heads can lower
+(``uncertainty_halt``). An observation model (``latent_components``: its state is the proprioception and the
+frames' latent components) starts from the start frame's encoding and the recorded proprioception, and the policy
+sees the proprioception it predicts and the frames it decodes; with ``reward_mode: state_reward`` the spread of the members' reward heads can lower
 each reward too (``reward_uncertainty_penalty``: mean - penalty x std, a pessimistic reward).
 """
 
@@ -105,7 +107,8 @@ class WorldModelEnv(BatchedEnv):
         self._history = np.zeros((num_envs, self.history_frames, views, height, width, 3), np.uint8)
         self._state = np.zeros((num_envs, self.state_dim), np.float32)
         members = self.state_model.cfg.ensemble_size if self.state_model is not None else 0
-        self._members = np.zeros((members, num_envs, self.state_dim), np.float32)  # each member's state
+        model_dim = self.state_model.cfg.state_dim if self.state_model is not None else self.state_dim
+        self._members = np.zeros((members, num_envs, model_dim), np.float32)  # each member's state
         self._progress = np.zeros(num_envs, np.float32)
         # state_residual: the start frame's VAE latents minus the rendered start state's, per env [N, V, C, h, w]
         latent = tuple(self.dynamics.noise_shape()[1:]) if cfg.frames_from == "state_residual" else (0,)
@@ -132,10 +135,18 @@ class WorldModelEnv(BatchedEnv):
         from world_models.state_model import StateModel
 
         model = StateModel.from_pretrained(self.cfg.state_model_config, device=self.device)
-        if model.cfg.state_dim != self.state_dim or model.cfg.action_dim != self.action_dim:
+        if model.proprio_dim != self.state_dim or model.cfg.action_dim != self.action_dim:
             raise ValueError(
-                f"env.state_model_config={self.cfg.state_model_config}: states of {model.cfg.state_dim} and "
+                f"env.state_model_config={self.cfg.state_model_config}: states of {model.proprio_dim} and "
                 f"actions of {model.cfg.action_dim}; the env has {self.state_dim} and {self.action_dim}"
+            )
+        if model.cfg.latent_components and (
+            self.cfg.frames_from == "dynamics" or self.cfg.outcome_source != "state"
+        ):
+            raise ValueError(
+                f"env.state_model_config={self.cfg.state_model_config} is an observation model: it draws the frames "
+                f"and scores them (set env.frames_from: state_residual and env.outcome_source: state; got "
+                f"{self.cfg.frames_from}, {self.cfg.outcome_source})"
             )
         self._tasks_one_hot = model.task_one_hot(self.prompts)  # an unknown task is an error here
         if self.cfg.frames_from != "dynamics" and model.cfg.latent_shape != list(
@@ -195,6 +206,25 @@ class WorldModelEnv(BatchedEnv):
             .cpu()
         )
 
+    @torch.no_grad()
+    def observed_states(self, obs: dict[str, Any]) -> torch.Tensor:
+        """The state model's state [N, S] of observations (e.g. a simulator's): their ``state``, and for an
+        observation model the encoding of their frames after it."""
+        if not self.state_model.cfg.latent_components:
+            return obs["state"].float()
+        latents = self.dynamics.encode(obs["images"][:, None].to(self.device))[:, 0]
+        return self.state_model.observe(obs["state"].to(self.device), latents).cpu()
+
+    def _observe_start(self, ids: np.ndarray) -> None:
+        """Each member's start state of envs ``ids`` from their last history frame and recorded state."""
+        if self.state_model is None:
+            return
+        obs = {
+            "images": torch.from_numpy(self._history[ids, -1]),
+            "state": torch.from_numpy(self._state[ids]),
+        }
+        self._members[:, ids] = self.observed_states(obs).numpy()[None]
+
     def _as_members(self, states: torch.Tensor) -> torch.Tensor:
         """Given states [N, S] (e.g. a simulator's) as every member's [K, N, S], for the member-wise heads."""
         return states.float()[None].expand(self.state_model.cfg.ensemble_size, -1, -1)
@@ -226,7 +256,6 @@ class WorldModelEnv(BatchedEnv):
             frames = [max(0, start - self.history_frames + 1 + j) for j in range(self.history_frames)]
             self._history[i] = ep["images"][frames]
             self._state[i] = ep["state"][start]
-            self._members[:, i] = ep["state"][start]
             self._episode_ids[i] = e
             self._frame[i] = start
             self._replaying[i] = True
@@ -246,18 +275,18 @@ class WorldModelEnv(BatchedEnv):
             )
         self._history[:] = images.numpy()[:, None]
         self._state[:] = states.numpy()
-        self._members[:] = states.numpy()[None]
         self._episode_ids[:] = -1
         self._frame[:] = 0
         self._replaying[:] = False
         return self._begin(np.arange(n))
 
     def _begin(self, ids: np.ndarray) -> tuple[Observation, dict]:
-        """Start the episodes of envs ``ids`` from the history and state just set: counters, the start
-        residual, the start score, the video."""
+        """Start the episodes of envs ``ids`` from the history and state just set: the members' states, counters,
+        the start residual, the start score, the video."""
+        self._observe_start(ids)
         if self.cfg.frames_from == "state_residual":
             self._start_offset[ids] = 0.0
-            rendered = self._render_latents(torch.from_numpy(self._state[ids])[:, None], ids)[:, 0].cpu()
+            rendered = self._render_latents(torch.from_numpy(self._members[0, ids])[:, None], ids)[:, 0].cpu()
             start = self.dynamics.encode(torch.from_numpy(self._history[ids, -1:]))[:, 0].cpu()
             self._start_offset[ids] = (start - rendered).numpy()
         self._steps[ids] = 0
@@ -381,8 +410,8 @@ class WorldModelEnv(BatchedEnv):
         imgs = images.numpy()
         self._history = np.concatenate([self._history, imgs], axis=1)[:, -self.history_frames :]
         self._progress = scores[:, -1].numpy().astype(np.float32)
-        if next_state is not None:
-            self._state = next_state.cpu().numpy().astype(np.float32)
+        if next_state is not None:  # what the policy sees of it (an observation model's: the proprioception)
+            self._state = next_state[:, : self.state_dim].cpu().numpy().astype(np.float32)
         if self.video is not None:
             for i in range(n):
                 for j in range(self.future_frames):

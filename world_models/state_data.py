@@ -3,6 +3,9 @@ actions, the states after each action, their rewards and the success flags, padd
 
 Windows that run past an episode's end keep zero actions and the last state, with mask 0 there, so the
 success chunk at the end of a successful episode (often shorter than a chunk) is trained on too.
+An observation model's state appends per-frame ``features`` (its latents' components) to the proprioception, and
+``success_labels="episode_end"`` reads success from the episode's outcome alone (what a robot's operator records:
+positive on its last frame when it succeeded), not from the simulator's per-step flag.
 """
 
 from __future__ import annotations
@@ -16,7 +19,16 @@ from policy_and_value.envs.metaworld_tasks import select_state
 class StateWindows:
     """All windows of the selected episodes, gathered from flat padded arrays held in memory."""
 
-    def __init__(self, episodes, indices: list[int], chunk: int, horizon: int, state_type: str = "full"):
+    def __init__(
+        self,
+        episodes,
+        indices: list[int],
+        chunk: int,
+        horizon: int,
+        state_type: str = "full",
+        features: dict[int, np.ndarray] | None = None,
+        success_labels: str = "steps",
+    ):
         self.steps = chunk * horizon
         states, actions, rewards, success, valid, starts, prompts, sources = [], [], [], [], [], [], [], []
         offset = 0
@@ -24,6 +36,8 @@ class StateWindows:
             acts = episodes.read(i, "actions").astype(np.float32)  # no frames are read
             t_len, pad = len(acts), self.steps
             st = select_state(episodes.read(i, "state"), state_type).astype(np.float32)
+            if features is not None:  # one row per frame, as the states
+                st = np.concatenate([st, features[i].astype(np.float32)], axis=1)
             states.append(np.concatenate([st, np.repeat(st[-1:], pad, 0)]))
             actions.append(np.concatenate([acts, np.zeros((pad + 1, acts.shape[1]), np.float32)]))
             rewards.append(
@@ -31,7 +45,11 @@ class StateWindows:
                     [episodes.read(i, "rewards").astype(np.float32), np.zeros(pad + 1, np.float32)]
                 )
             )
-            flags = episodes.read(i, "success").astype(np.float32)
+            if success_labels == "episode_end":
+                flags = np.zeros(t_len, np.float32)
+                flags[-1] = float(bool(episodes.entries[i]["success_once"]))
+            else:
+                flags = episodes.read(i, "success").astype(np.float32)
             success.append(np.concatenate([flags, np.zeros(pad + 1, np.float32)]))
             valid.append(np.concatenate([np.ones(t_len, np.float32), np.zeros(pad + 1, np.float32)]))
             starts += [offset + t for t in range(t_len)]

@@ -6,6 +6,10 @@ every action of the chunk (as changes from the chunk's start, scaled per dimensi
 over one chunk), a second head maps (state, task) to the logit that the task is solved in that state, and
 an optional third (``reward_head``) to the simulator's reward for the action that led to that state (its
 shaped reward is a function of the state: ``experiments.harness.state_reward_fit``).
+
+With ``latent_components`` the state is what a robot records instead of the simulator's: proprioception followed
+by the leading principal components of the cameras' normalised VAE latents (the observation-only model of
+``setting: observation_only``); its frames are those components mapped back to latents and decoded by the VAE.
 Members differ by initialisation and training batches; each member rolls its own trajectory, so their
 disagreement grows where the model has not seen the data (``disagreement``: the hallucination signal).
 All members run as one batched matmul per layer (``EnsembleLinear``), no Python loop over members.
@@ -40,6 +44,9 @@ class StateModelConfig:
     latent_shape: list[int] = field(default_factory=list)
     render_hidden: int = 512
     reward_head: bool = False  # also predict the reward of the action that led to a state
+    # > 0: the state's last latent_components numbers are principal components of the frames' VAE latents
+    # (latent_shape), the numbers before them proprioception; frames come from them linearly, no renderer network
+    latent_components: int = 0
 
     def __post_init__(self) -> None:
         checks = [
@@ -49,6 +56,8 @@ class StateModelConfig:
             (self.hidden >= 1 and self.layers >= 1, "hidden and layers must be >= 1"),
             (len(self.prompts) >= 1, "prompts must name at least one task"),
             (len(self.latent_shape) in (0, 4), "latent_shape must be [] or [views, channels, h, w]"),
+            (0 <= self.latent_components < self.state_dim, "latent_components must be in [0, state_dim)"),
+            (not self.latent_components or self.latent_shape, "latent_components needs latent_shape"),
         ]
         for ok, message in checks:
             if not ok:
@@ -103,7 +112,11 @@ class StateModel(ModelDirMixin, nn.Module):
         if cfg.reward_head:
             self.reward = ensemble_mlp(k, s + tasks, cfg.hidden, cfg.layers, 1)
             self.register_buffer("reward_std", torch.ones(()))  # the head predicts reward / reward_std
-        if cfg.latent_shape:
+        if cfg.latent_components:  # the principal axes of the latents: state tail -> latents, linearly
+            size = math.prod(cfg.latent_shape)
+            self.register_buffer("latent_mean", torch.zeros(size))
+            self.register_buffer("latent_basis", torch.zeros(size, cfg.latent_components))
+        elif cfg.latent_shape:
             width = cfg.render_hidden
             self.renderer = nn.Sequential(
                 nn.Linear(s + tasks, width), nn.SiLU(), nn.Linear(width, width), nn.SiLU(),
@@ -117,6 +130,34 @@ class StateModel(ModelDirMixin, nn.Module):
     @property
     def device(self) -> torch.device:
         return self.state_mean.device
+
+    @property
+    def proprio_dim(self) -> int:
+        """How many of the state's numbers are the robot's (all of them but the latents' components)."""
+        return self.cfg.state_dim - self.cfg.latent_components
+
+    @torch.no_grad()
+    def fit_latent_basis(self, latents: torch.Tensor) -> torch.Tensor:
+        """The principal axes of normalised VAE latents [M, V, C, h, w] (an observation model's frames);
+        returns the variance they keep, a fraction."""
+        flat = latents.reshape(len(latents), -1).float()
+        mean = flat.mean(0)
+        _, values, axes = torch.linalg.svd(flat - mean, full_matrices=False)
+        self.latent_mean.copy_(mean)
+        self.latent_basis.copy_(axes[: self.cfg.latent_components].T)
+        power = values.pow(2)
+        return power[: self.cfg.latent_components].sum() / power.sum().clamp(min=1e-12)
+
+    def latent_coefficients(self, latents: torch.Tensor) -> torch.Tensor:
+        """The components of frames' normalised VAE latents [N, V, C, h, w] -> [N, latent_components]."""
+        flat = latents.reshape(len(latents), -1).to(self.latent_mean) - self.latent_mean
+        return flat @ self.latent_basis
+
+    def observe(self, proprio: torch.Tensor, latents: torch.Tensor) -> torch.Tensor:
+        """An observation model's state of what a robot records: proprioception [N, P] and the frames'
+        normalised VAE latents [N, V, C, h, w] -> [N, S] (proprioception, then the latents' components)."""
+        coefficients = self.latent_coefficients(latents)
+        return torch.cat([proprio.to(coefficients), coefficients], dim=-1)
 
     def task_one_hot(self, prompts: Sequence[str]) -> torch.Tensor:
         """[N, tasks] one-hot of each env's prompt; an unknown prompt is an error naming the known ones."""
@@ -191,6 +232,11 @@ class StateModel(ModelDirMixin, nn.Module):
         if not self.cfg.latent_shape:
             raise ValueError(
                 "this state model has no renderer (it was trained without render.dynamics_model_dir)"
+            )
+        if self.cfg.latent_components:
+            coefficients = states[..., self.proprio_dim :]
+            return (self.latent_mean + coefficients @ self.latent_basis.T).reshape(
+                len(states), *self.cfg.latent_shape
             )
         out = self.renderer(torch.cat([self._normalise(states), tasks], dim=-1))
         return out.reshape(len(states), *self.cfg.latent_shape)

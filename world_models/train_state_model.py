@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from policy_and_value.config.data_checks import check_episode_data
 from toolkits.base.errors import config_error as _fail
-from toolkits.base.setting import OBSERVATION_ONLY, privileged
+from toolkits.base.setting import OBSERVATION_ONLY, check_state_input, privileged
 from toolkits.base.tensors import tensors_to
 from world_models.config import StateModelJob
 
@@ -45,9 +45,7 @@ def check_job(job: StateModelJob) -> None:
     """Paths and tasks, one line each, before data is loaded."""
     from world_models.latent_cache import check_cache_dir
 
-    if job.setting == OBSERVATION_ONLY:
-        raise privileged("setting", job.setting, "simulator states (the state world model predicts them)",
-                         "train the dynamics model on frames and proprioception (worldrl train-world-model)")  # fmt: skip
+    check_observation_only(job)
     check_episode_data(job.data.path, job.data.tasks)
     for key, path in (
         ("init_model_dir", job.init_model_dir),
@@ -66,6 +64,37 @@ def check_job(job: StateModelJob) -> None:
         )  # fmt: skip
     check_cache_dir("render.latent_cache", job.render.latent_cache)
     check_focus(job)
+
+
+def check_observation_only(job: StateModelJob) -> None:
+    """In the observation-only setting the model is an observation model (proprioception and the frames' latents)
+    trained on the episodes' outcomes alone, with no reward head: one line naming the key that breaks this."""
+    if job.setting != OBSERVATION_ONLY:
+        if job.model.latent_components and job.render.dynamics_model_dir is None:
+            raise _fail(
+                "render.dynamics_model_dir",
+                None,
+                "model.latent_components needs the VAE that encodes the frames",
+            )
+        return
+    instead = "set model.latent_components (e.g. 64): the state of what the cameras and proprioception record"
+    if not job.model.latent_components:
+        raise privileged(
+            "model.latent_components", 0, "simulator states (the state world model predicts them)", instead
+        )
+    check_state_input(job.setting, job.data.state_type)
+    for key, value, reads, fix in (
+        ("train.success_labels", job.train.success_labels, "the simulator's success flag after every action",
+         "set train.success_labels=episode_end"),
+        ("model.reward_head", job.model.reward_head, "the simulator's shaped reward", "set model.reward_head=false"),
+        ("train.parts", job.train.parts, "the simulator's shaped reward", "set train.parts=all"),
+    ):  # fmt: skip
+        if value not in ("episode_end", False, "all"):
+            raise privileged(key, value, reads, fix)
+    if job.render.dynamics_model_dir is None:
+        raise _fail(
+            "render.dynamics_model_dir", None, "an observation model needs the VAE that encodes the frames"
+        )
 
 
 def rollout_losses(model, batch: dict, horizon: int, pos_weight: float) -> dict[str, torch.Tensor]:
@@ -159,6 +188,37 @@ def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> di
 
 
 @torch.no_grad()
+def episode_latents(
+    dynamics,
+    episodes,
+    ids: list[int],
+    batch: int = 128,
+    cache_dir: str | None = None,
+    cache_key: str | None = None,
+) -> dict[int, torch.Tensor]:
+    """Per episode of ``ids``, the dynamics model's normalised VAE latents of every frame [T, V, C, h, w] (on the
+    CPU); with ``cache_dir`` read from there when stored under ``cache_key`` (default: the encoder's fingerprint)."""
+    from world_models.latent_cache import cached_latents, encoder_fingerprint
+
+    if cache_dir and cache_key is None:
+        cache_key = encoder_fingerprint(dynamics)
+    out = {}
+    for i in ids:
+        images = torch.from_numpy(episodes.read(i, "images"))
+
+        def encode(images: torch.Tensor = images) -> torch.Tensor:
+            return torch.cat([dynamics.encode(part[:, None])[:, 0] for part in images.split(batch)]).cpu()
+
+        if cache_dir:
+            out[i] = cached_latents(
+                cache_dir, cache_key, os.path.join(episodes.root, episodes.entries[i]["file"]), encode
+            )
+        else:
+            out[i] = encode()
+    return out
+
+
+@torch.no_grad()
 def encoded_frames(
     dynamics,
     episodes,
@@ -172,22 +232,12 @@ def encoded_frames(
     states), with its state; with ``cache_dir`` (``render.latent_cache``) each episode's latents are read from there
     when stored under ``cache_key`` (default: ``encoder_fingerprint(dynamics)``; pass it to hash the VAE once)."""
     from policy_and_value.envs.metaworld_tasks import select_state
-    from world_models.latent_cache import cached_latents, encoder_fingerprint
 
-    if cache_dir and cache_key is None:
-        cache_key = encoder_fingerprint(dynamics)
     latents, states, prompts, frames = [], [], [], []
+    by_episode = episode_latents(dynamics, episodes, ids, batch, cache_dir, cache_key)
     for i in ids:
         images = torch.from_numpy(episodes.read(i, "images"))
-
-        def encode(images: torch.Tensor = images) -> torch.Tensor:
-            return torch.cat([dynamics.encode(part[:, None])[:, 0] for part in images.split(batch)]).cpu()
-
-        if cache_dir:
-            file = os.path.join(episodes.root, episodes.entries[i]["file"])
-            latents.append(cached_latents(cache_dir, cache_key, file, encode))
-        else:
-            latents.append(encode())
+        latents.append(by_episode[i])
         states.append(torch.from_numpy(select_state(episodes.read(i, "state"), state_type).astype("float32")))
         prompts += [episodes.entries[i]["prompt"]] * len(images)
         frames.append(images)
@@ -257,6 +307,29 @@ def train_renderer(model, dynamics, episodes, train_ids, held_ids, job: StateMod
         )
 
 
+def episodes_state_dim(episodes, state_type: str) -> int:
+    """How many numbers ``state_type`` reads from the episodes' recorded states."""
+    from policy_and_value.envs.metaworld_tasks import select_state
+
+    return select_state(episodes.read(0, "state")[:1], state_type).shape[1]
+
+
+@torch.no_grad()
+def report_components(model, dynamics, episodes, held_ids: list[int], latents: dict, log=print) -> None:
+    """An observation model's frames: the held-out PSNR of frames decoded from the latents' components against
+    the VAE's own reconstruction (its ceiling)."""
+    frames = torch.cat([torch.from_numpy(episodes.read(i, "images")) for i in held_ids])
+    codes = torch.cat([latents[i] for i in held_ids])
+    pick = torch.randperm(len(frames), generator=torch.Generator().manual_seed(0))[:256]
+    states = model.observe(torch.zeros(len(pick), model.proprio_dim), codes[pick]).to(model.device)
+    tasks = torch.zeros(len(pick), len(model.cfg.prompts), device=model.device)
+    rendered = dynamics.decode(model.render_latents(states, tasks)[:, None]).cpu()
+    recon = dynamics.decode(codes[pick][:, None].to(model.device)).cpu()
+    real = frames[pick][:, None]
+    log(f"observation model, held out: frames from its components PSNR {psnr(rendered, real):.2f} dB "
+        f"(the VAE's reconstruction: {psnr(recon, real):.2f} dB)")  # fmt: skip
+
+
 def fit_reward_std(model, data) -> None:
     """Scale a new reward head to the training windows' rewards (it predicts reward / ``reward_std``)."""
     model.reward_std.fill_(float(data.rewards[data.valid > 0].std().clamp(min=1e-6)))
@@ -298,16 +371,13 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
     episodes = EpisodeDataset(job.data.path, tasks=job.data.tasks)
     train_ids, held_ids = split_episodes(episodes.entries, job.data.holdout_fraction, job.train.seed)
     chunk, horizon = job.model.action_chunk, job.train.horizon
-    data = StateWindows(episodes, train_ids, chunk, horizon, job.data.state_type)
-    held = StateWindows(episodes, held_ids, chunk, horizon, job.data.state_type) if held_ids else None
-    focus = data.windows_from(job.train.focus_sources)
-    n_focus = round(job.train.focus_fraction * job.train.batch_size)
     prompts = sorted({e["prompt"] for e in episodes.entries})
     dynamics = None  # the renderer's target latents' model, loaded once (diffusers is imported only for one)
     if job.render.dynamics_model_dir:
         from world_models.dynamics_model import DynamicsModel
 
         dynamics = DynamicsModel.from_pretrained(job.render.dynamics_model_dir)
+    model, latents = None, None
     if job.init_model_dir:
         model = StateModel.from_pretrained(job.init_model_dir).train()
         known = set(model.cfg.prompts)
@@ -316,10 +386,40 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
                 f"init_model_dir={job.init_model_dir}: it knows {sorted(known)} with chunks of "
                 f"{model.cfg.action_chunk}; the data has {prompts} and model.action_chunk={chunk}"
             )
-        if job.train.parts == "reward_head" and not model.cfg.reward_head:
-            model = model.with_reward_head()
-            fit_reward_std(model, data)
-    else:
+        if model.cfg.latent_components != job.model.latent_components:
+            raise SystemExit(
+                f"init_model_dir={job.init_model_dir} keeps {model.cfg.latent_components} latent components; "
+                f"model.latent_components={job.model.latent_components}"
+            )
+    elif job.model.latent_components:  # an observation model: its state's axes come from the training frames
+        cfg = StateModelConfig(
+            state_dim=episodes_state_dim(episodes, job.data.state_type) + job.model.latent_components,
+            action_dim=len(episodes.read(train_ids[0], "actions")[0]), action_chunk=chunk, prompts=prompts,
+            ensemble_size=job.model.ensemble_size, hidden=job.model.hidden, layers=job.model.layers,
+            latent_shape=list(dynamics.noise_shape()[1:]), latent_components=job.model.latent_components,
+        )  # fmt: skip
+        model = StateModel(cfg)
+    if job.model.latent_components:
+        start = time.time()
+        latents = episode_latents(dynamics.to(training_device(job.train.device)), episodes, train_ids + held_ids,
+                                  cache_dir=job.render.latent_cache)  # fmt: skip
+        if not job.init_model_dir:
+            kept = model.fit_latent_basis(torch.cat([latents[i] for i in train_ids]))
+            log(f"state model: {model.cfg.latent_components} components keep {float(kept):.1%} of the latents' variance "
+                f"({time.time() - start:.0f} s to encode {sum(len(v) for v in latents.values())} frames)")  # fmt: skip
+    features = None
+    if latents is not None:
+        features = {i: model.latent_coefficients(v).numpy() for i, v in latents.items()}
+    windows = dict(chunk=chunk, horizon=horizon, state_type=job.data.state_type, features=features,
+                   success_labels=job.train.success_labels)  # fmt: skip
+    data = StateWindows(episodes, train_ids, **windows)
+    held = StateWindows(episodes, held_ids, **windows) if held_ids else None
+    focus = data.windows_from(job.train.focus_sources)
+    n_focus = round(job.train.focus_fraction * job.train.batch_size)
+    if model is not None and job.train.parts == "reward_head" and not model.cfg.reward_head:
+        model = model.with_reward_head()
+        fit_reward_std(model, data)
+    if model is None:
         cfg = StateModelConfig(
             state_dim=data.states.shape[1], action_dim=data.actions.shape[1], action_chunk=chunk, prompts=prompts,
             ensemble_size=job.model.ensemble_size, hidden=job.model.hidden, layers=job.model.layers,
@@ -327,8 +427,9 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
             reward_head=job.model.reward_head,
         )  # fmt: skip
         model = StateModel(cfg)
+    if not job.init_model_dir:
         model.fit_statistics(data.states[data.valid > 0], data.chunk_deltas(chunk))
-        if cfg.reward_head:
+        if model.cfg.reward_head:
             fit_reward_std(model, data)
     device = training_device(job.train.device)
     model.to(device)
@@ -378,7 +479,10 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
     if held is not None:
         metrics = evaluate(model, held, horizon)
         log("state model, held out: " + ", ".join(f"{key}={value:.4g}" for key, value in metrics.items()))
-    if dynamics is not None:
+    if latents is not None:  # an observation model draws its frames from its state: no renderer to train
+        if held_ids:
+            report_components(model, dynamics.to(device), episodes, held_ids, latents, log)
+    elif dynamics is not None:
         train_renderer(model, dynamics.to(device), episodes, train_ids, held_ids, job, log)
     out = Path(job.output_dir)
     out.mkdir(parents=True, exist_ok=True)

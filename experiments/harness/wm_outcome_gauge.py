@@ -72,13 +72,14 @@ HEAD_ARMS = ["reward head, real states at chunk ends", "Meta-World reward at chu
 # the imagined episodes' actions replayed open loop in Meta-World: what they really do
 REPLAY_ARM = "Meta-World, imagined actions"
 
-StateProbe = Callable[[torch.Tensor], torch.Tensor]  # observed states (num_envs, ...) -> one number per env
+StateProbe = Callable[[dict], torch.Tensor]  # observations (num_envs of them) -> one number per env
 
 
 @dataclass(frozen=True)
 class StateProbes:
-    """What the world-model env's state model reads from observed states, each None where it has no such
-    part: its success classifier's score, its reward heads' mean reward and their spread."""
+    """What the world-model env's state model reads from observations (their states, and an observation model
+    their frames too), each None where it has no such part: its success classifier's score, its reward heads'
+    mean reward and their spread."""
 
     score: StateProbe | None = None
     reward: StateProbe | None = None
@@ -90,9 +91,18 @@ class StateProbes:
         model = wm_env.state_model
         if model is None:
             return cls()
+
+        def reading(of_states: Callable[[torch.Tensor], torch.Tensor]) -> StateProbe:
+            return lambda obs: of_states(wm_env.observed_states(obs))
+
         if not model.cfg.reward_head:
-            return cls(score=wm_env.score_states)
-        return cls(wm_env.score_states, wm_env.reward_of_states, wm_env.reward_spread_of_states)
+            return cls(score=reading(wm_env.score_states))
+        return cls(
+            *(
+                reading(f)
+                for f in (wm_env.score_states, wm_env.reward_of_states, wm_env.reward_spread_of_states)
+            )
+        )
 
 
 def spearman_or_zero(a: np.ndarray, b: np.ndarray) -> float:
@@ -147,7 +157,7 @@ def play(
     start_frame = scorer.score(obs["images"][:, None], obs["prompt"])[:, 0].numpy() if scorer else zeros
     begin = start_frame if start is None else start.numpy()
     best, last = begin.copy(), begin.copy()
-    best_state = probes.score(obs["state"]).numpy() if probes.score is not None else np.zeros(n, np.float32)
+    best_state = probes.score(obs).numpy() if probes.score is not None else np.zeros(n, np.float32)
     disagreement = np.zeros(n, np.float32)
     actions = []
     for k in range(-(-steps // env.chunk)):
@@ -161,15 +171,13 @@ def play(
         ret += np.where(alive, rewards.sum(1).numpy(), 0.0)
         end_ret += np.where(alive, rewards[:, -1].numpy() * env.chunk, 0.0)
         if probes.reward is not None:
-            head_ret += np.where(alive, probes.reward(obs["state"]).numpy() * env.chunk, 0.0)
+            head_ret += np.where(alive, probes.reward(obs).numpy() * env.chunk, 0.0)
         if probes.spread is not None:
-            head_spread += np.where(alive, probes.spread(obs["state"]).numpy() * env.chunk, 0.0)
+            head_spread += np.where(alive, probes.spread(obs).numpy() * env.chunk, 0.0)
         best = np.where(alive, np.maximum(best, scores), best)
         last = np.where(alive, scores, last)
         if probes.score is not None:
-            best_state = np.where(
-                alive, np.maximum(best_state, probes.score(obs["state"]).numpy()), best_state
-            )
+            best_state = np.where(alive, np.maximum(best_state, probes.score(obs).numpy()), best_state)
         if "uncertainty" in info:
             disagreement = np.where(alive, info["uncertainty"].numpy(), disagreement)
         success |= alive & terminated.numpy()

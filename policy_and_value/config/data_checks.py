@@ -18,6 +18,7 @@ BUILT_BY_RECIPE = {
     "logs/libero_loop": "worldrl recipe libero-loop --out logs/libero_loop",
     "data/coevolution20_both": "worldrl recipe coevolution-data --out data/coevolution20_both",
     "data/obs_start20": "worldrl recipe outcome-start --out data/obs_start20 --demos 20 --state-type proprio",
+    "data/obs_wm": "worldrl recipe observation-model --out data/obs_wm",
 }
 
 

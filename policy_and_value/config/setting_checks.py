@@ -8,10 +8,23 @@ from policy_and_value.config.schema import JobConfig
 from toolkits.base.setting import OBSERVATION_ONLY, POSES, privileged
 
 
+def observation_model(model_dir: str) -> bool:
+    """Whether the state model in ``model_dir`` is an observation model (its state: proprioception and the frames'
+    latent components); a directory without a readable ``config.json`` is not (the env's own check says why)."""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(model_dir, "config.json")) as f:
+            return int(json.load(f).get("latent_components", 0)) > 0
+    except (OSError, ValueError):
+        return False
+
+
 def check_setting(cfg: JobConfig) -> None:
     """Refuse, naming the key, every part of ``cfg`` that would read privileged state in the observation-only
-    setting: a full simulator state as policy (and critic) input, a shaped simulator reward to train on, the state
-    world model (it predicts simulator state), co-evolution (it refits that model)."""
+    setting: a full simulator state as policy (and critic) input, a shaped simulator reward to train on, a state
+    world model that predicts simulator state (an observation model is allowed), co-evolution (it refits one)."""
     if cfg.setting != OBSERVATION_ONLY:
         return
     for key, env in all_envs(cfg):
@@ -24,8 +37,13 @@ def check_setting(cfg: JobConfig) -> None:
             raise privileged(f"{key}.reward_signal", "dense", "the simulator's shaped reward",
                              "train on the episode's success (reward_signal: success) or a reward model")  # fmt: skip
         if env.env_type == "world_model" and env.state_model_config is not None:
-            raise privileged(f"{key}.state_model_config", env.state_model_config,
-                             "a state world model, which predicts simulator state", "imagine with a dynamics model on frames")  # fmt: skip
+            if not observation_model(env.state_model_config):
+                raise privileged(f"{key}.state_model_config", env.state_model_config,
+                                 "a state world model, which predicts simulator state",
+                                 "imagine with an observation model (world_models.train_state_model model.latent_components=64)")  # fmt: skip
+            if env.reward_mode == "state_reward":
+                raise privileged(f"{key}.reward_mode", "state_reward", "the simulator's shaped reward (a reward head's)",
+                                 "set reward_mode: success")  # fmt: skip
     if cfg.coevolution.rounds > 0:
         raise privileged("coevolution.rounds", cfg.coevolution.rounds, "a state world model refitted on simulator states",
                          "set coevolution.rounds=0")  # fmt: skip

@@ -57,7 +57,7 @@ def test_the_privileged_arms_still_validate_as_they_are():
         ("world_models.train", "world_model/ltx_tiny", [f"data.path={DEMOS}"],
          "data.state_type='full': reads the simulator's object and goal poses"),
         ("world_models.train_state_model", "world_model/state_ensemble", [f"data.path={DEMOS}", "data.state_type=proprio"],
-         "setting='observation_only': reads simulator states (the state world model predicts them)"),
+         "model.latent_components=0: reads simulator states (the state world model predicts them)"),
     ],
 )  # fmt: skip
 def test_an_offline_tool_reading_privileged_state_is_refused_before_it_loads_data(

@@ -25,6 +25,7 @@ BUILT_BY_RECIPE = {
     "rl_metaworld_coevolution_critic_20demo",
     "rl_metaworld_obs_outcome_20demo",
     "rl_metaworld_obs_critic_20demo",
+    "rl_metaworld_obs_wm_20demo",
 }
 
 

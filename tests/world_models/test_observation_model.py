@@ -1,0 +1,148 @@
+"""The observation model (``model.latent_components``): a state model whose state is what a robot records
+(proprioception and the principal components of the frames' VAE latents), trained on the episodes' outcomes; its
+training CLI in the observation-only setting and what that setting refuses; the world-model env imagining with it;
+the job check that lets it, and no state model of simulator state, into an observation-only job."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import world_models.env  # noqa: F401 - registers env_type world_model
+from policy_and_value.config import load_config
+from policy_and_value.envs import make_env
+from tests.world_models.conftest import PROMPTS, tiny_dynamics
+from tests.world_models.test_env import _actions, _cfg
+from tests.world_models.test_state_model import SMALL, rule_episodes  # noqa: F401 - the fixture
+from toolkits.base.errors import ConfigError
+from toolkits.episodes import EpisodeDataset
+from world_models.state_data import StateWindows
+from world_models.state_model import StateModel, StateModelConfig
+from world_models.train_state_model import main
+
+OBSERVATION = ["setting=observation_only", "data.state_type=proprio", "model.reward_head=false",
+               "train.success_labels=episode_end", "model.latent_components=3"]  # fmt: skip
+
+
+def test_episode_end_labels_are_the_outcome_on_the_last_action_alone(rule_episodes):  # noqa: F811
+    data = EpisodeDataset(rule_episodes)
+    ids = list(range(len(data)))
+    steps = StateWindows(data, ids, 4, 2, "proprio")
+    outcome = StateWindows(data, ids, 4, 2, "proprio", success_labels="episode_end")
+    assert outcome.states.shape[1] == 4  # proprioception only
+    ends = outcome.success.nonzero().flatten()
+    successes = sum(bool(e["success_once"]) for e in data.entries)
+    assert len(ends) == successes > 0  # one positive an episode that succeeded, on its last action
+    assert torch.equal(outcome.success, steps.success)  # these episodes end at success, as Meta-World's do
+
+
+def test_an_observation_model_trains_on_frames_proprio_and_outcomes(rule_episodes, tmp_path, capsys):  # noqa: F811
+    dyn = tiny_dynamics().save_pretrained(tmp_path / "dyn")
+    args = [f"data.path={rule_episodes}", f"output_dir={tmp_path / 'om'}", "data.holdout_fraction=0.25",
+            f"render.dynamics_model_dir={dyn}", "train.steps=3", *SMALL, *OBSERVATION]  # fmt: skip
+    assert main(args) == 0
+    log = capsys.readouterr().out
+    assert "3 components keep" in log and "frames from its components PSNR" in log
+    model = StateModel.from_pretrained(tmp_path / "om" / "model")
+    assert model.cfg.latent_components == 3 and model.proprio_dim == 4 and model.cfg.state_dim == 7
+    assert not model.cfg.reward_head
+    # the components reproduce a frame's latents as well as 3 axes can: the mean frame exactly
+    latents = model.latent_mean.reshape(1, *model.cfg.latent_shape)
+    state = model.observe(torch.zeros(1, 4), latents)
+    assert torch.allclose(state[:, 4:], torch.zeros(1, 3), atol=1e-5)
+    assert torch.allclose(model.render_latents(state, torch.zeros(1, 2)), latents, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("model.latent_components=0", "model.latent_components=0"),
+        ("train.success_labels=steps", "train.success_labels='steps'"),
+        ("model.reward_head=true", "model.reward_head=True"),
+        ("data.state_type=full", "data.state_type='full'"),
+    ],
+)
+def test_the_observation_only_setting_refuses_what_a_robot_does_not_record(
+    rule_episodes,  # noqa: F811
+    tmp_path,
+    capsys,
+    override,
+    key,
+):
+    dyn = tiny_dynamics().save_pretrained(tmp_path / "dyn")
+    args = [f"data.path={rule_episodes}", f"output_dir={tmp_path / 'om'}", f"render.dynamics_model_dir={dyn}",
+            *SMALL, *OBSERVATION, override]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and key in err[0] and "a robot does not record" in err[0]
+    assert not (tmp_path / "om").exists()
+
+
+@pytest.fixture(scope="module")
+def observation_model_dir(tmp_path_factory) -> str:
+    """An untrained observation model of the test dynamics model's VAE: 4 proprio numbers, 3 components."""
+    torch.manual_seed(0)
+    shape = list(tiny_dynamics().noise_shape()[1:])
+    cfg = StateModelConfig(
+        state_dim=7, action_dim=4, action_chunk=4, prompts=sorted(PROMPTS.values()), ensemble_size=3, hidden=16,
+        layers=2, latent_shape=shape, latent_components=3,
+    )  # fmt: skip
+    model = StateModel(cfg)
+    model.fit_latent_basis(torch.randn(40, *shape))
+    return str(model.save_pretrained(tmp_path_factory.mktemp("obs_model") / "model"))
+
+
+def _observation_env(episodes, model_dirs, model_dir, **kw):
+    keys = {"state_model_config": model_dir, "state_type": "proprio", "outcome_source": "state",
+            "frames_from": "state_residual", "reward_model_config": None, "max_episode_steps": 12, **kw}  # fmt: skip
+    cfg = _cfg(episodes, model_dirs, **keys)
+    return make_env(cfg, 2, seed=0)
+
+
+def test_the_env_imagines_from_the_start_frame_and_shows_proprio_and_decoded_frames(
+    episodes, model_dirs, observation_model_dir
+):
+    env = _observation_env(episodes, model_dirs, observation_model_dir)
+    obs, _ = env.reset()
+    assert obs["state"].shape == (2, 4) and env.spec.state_dim == 4  # the policy sees proprioception
+    # every member starts from the start frame's encoding and the recorded proprioception
+    expected = env.observed_states(obs)
+    assert torch.allclose(torch.from_numpy(env._members), expected[None].expand(3, -1, -1), atol=1e-5)
+    start = torch.from_numpy(env._members[0]).clone()
+    obs, rewards, _, _, info = env.chunk_step(_actions(2))
+    path = env.state_model.rollout_chunk(start[None].expand(3, -1, -1), _actions(2), env._tasks_one_hot)
+    assert torch.allclose(obs["state"], path[:, :, -1].mean(0)[:, :4], atol=1e-5)
+    assert obs["images"].shape == (2, 2, 32, 32, 3) and obs["images"].dtype == torch.uint8
+    assert torch.allclose(
+        info["scores"][:, -1], env.state_model.success_prob(path[:, :, -1], env._tasks_one_hot)
+    )
+
+
+def test_an_observation_model_must_draw_and_score_the_frames(episodes, model_dirs, observation_model_dir):
+    with pytest.raises(ValueError, match="is an observation model: it draws the frames"):
+        _observation_env(episodes, model_dirs, observation_model_dir, frames_from="dynamics")
+
+
+def test_an_observation_only_job_takes_an_observation_model_and_no_state_model(
+    episodes, model_dirs, observation_model_dir, tmp_path
+):
+    dyn, _ = model_dirs
+    plain = StateModel(
+        StateModelConfig(
+            state_dim=4,
+            action_dim=4,
+            action_chunk=4,
+            prompts=sorted(PROMPTS.values()),
+            latent_shape=list(tiny_dynamics().noise_shape()[1:]),
+            render_hidden=8,
+        )
+    ).save_pretrained(tmp_path / "plain")
+    keys = ["setting=observation_only", "env.train.env_type=world_model", f"env.train.dynamics_model_config={dyn}",
+            f"env.train.dynamics_model_image_root={episodes}", "env.train.reward_model_config=null",
+            "env.train.outcome_source=state", "env.train.frames_from=state_residual", "env.train.reward_mode=success",
+            "env.train.state_type=proprio", "env.eval.state_type=proprio", "env.train.tasks=[reach-v3,push-v3]",
+            "env.train.image_size=32"]  # fmt: skip
+    cfg = load_config("ppo_cnn_metaworld", [*keys, f"env.train.state_model_config={observation_model_dir}"])
+    assert cfg.setting == "observation_only"
+    with pytest.raises(ConfigError, match=r"env.train.state_model_config=.*predicts simulator state"):
+        load_config("ppo_cnn_metaworld", [*keys, f"env.train.state_model_config={plain}"])
