@@ -16,10 +16,11 @@ With a state model (``state_model_config``) the state the policy sees is its mem
 chunk; ``outcome_source: state`` scores progress by its success classifier instead of the reward model,
 ``frames_from: state`` / ``state_residual`` draws the frames from its renderer instead of the denoiser,
 and the members' disagreement lowers rewards (``uncertainty_penalty``) or ends episodes
-(``uncertainty_halt``). An observation model (``latent_components``: its state is the proprioception and the
-frames' latent components) starts from the start frame's encoding and the recorded proprioception, and the policy
-sees the proprioception it predicts and the frames it decodes; with ``reward_mode: state_reward`` the spread of the members' reward heads can lower
-each reward too (``reward_uncertainty_penalty``: mean - penalty x std, a pessimistic reward).
+(``uncertainty_halt``); with ``reward_mode: state_reward`` the spread of the members' reward heads can lower
+each reward too (``reward_uncertainty_penalty``: mean - penalty x std, a pessimistic reward). An observation model
+(``latent_components``: its state is the proprioception and the frames' latent components) starts from the start
+frame's encoding and the recorded proprioception; the policy sees the proprioception it predicts and the frames it
+decodes.
 """
 
 from __future__ import annotations
