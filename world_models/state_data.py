@@ -5,7 +5,9 @@ Windows that run past an episode's end keep zero actions and the last state, wit
 success chunk at the end of a successful episode (often shorter than a chunk) is trained on too.
 An observation model's state appends per-frame ``features`` (its latents' components) to the proprioception, and
 ``success_labels="episode_end"`` reads success from the episode's outcome alone (what a robot's operator records:
-positive on its last frame when it succeeded), not from the simulator's per-step flag.
+positive on its last frame when it succeeded), not from the simulator's per-step flag; an episode whose outcome is
+unknown (a recording that ended without one: ``success_once`` null) then trains the dynamics but not the success
+head (``labelled`` 0 on its steps).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class StateWindows:
     ):
         self.steps = chunk * horizon
         states, actions, rewards, success, valid, starts, prompts, sources = [], [], [], [], [], [], [], []
+        labelled = []
         offset = 0
         for i in indices:
             acts = episodes.read(i, "actions").astype(np.float32)  # no frames are read
@@ -45,13 +48,17 @@ class StateWindows:
                     [episodes.read(i, "rewards").astype(np.float32), np.zeros(pad + 1, np.float32)]
                 )
             )
+            known = True
             if success_labels == "episode_end":
+                outcome = episodes.entries[i].get("success_once")
+                known = outcome is not None
                 flags = np.zeros(t_len, np.float32)
-                flags[-1] = float(bool(episodes.entries[i]["success_once"]))
+                flags[-1] = float(bool(outcome))
             else:
                 flags = episodes.read(i, "success").astype(np.float32)
             success.append(np.concatenate([flags, np.zeros(pad + 1, np.float32)]))
             valid.append(np.concatenate([np.ones(t_len, np.float32), np.zeros(pad + 1, np.float32)]))
+            labelled.append(np.full(t_len + pad + 1, float(known), np.float32))
             starts += [offset + t for t in range(t_len)]
             prompts += [episodes.entries[i]["prompt"]] * t_len
             sources += [episodes.entries[i].get("merged_from")] * t_len
@@ -63,6 +70,7 @@ class StateWindows:
         self.rewards = torch.from_numpy(np.concatenate(rewards))  # reward of action j
         self.success = torch.from_numpy(np.concatenate(success))  # success after action j
         self.valid = torch.from_numpy(np.concatenate(valid))
+        self.labelled = torch.from_numpy(np.concatenate(labelled))  # 0: the episode's outcome is unknown
         self.starts = torch.tensor(starts)
         self.prompts = np.array(prompts, dtype=object)
         # each window's dataset before a merge (None: unmerged data)
@@ -78,7 +86,8 @@ class StateWindows:
 
     def batch(self, index: torch.Tensor) -> dict[str, torch.Tensor | list[str]]:
         """For windows ``index`` (any shape I): ``state`` [I, S] at the start, ``actions`` [I, H*C, A],
-        ``next_states`` [I, H*C, S] after each action, ``reward``, ``success`` and ``mask`` [I, H*C], ``prompt``."""
+        ``next_states`` [I, H*C, S] after each action, ``reward``, ``success``, ``mask`` and ``labelled`` [I, H*C],
+        ``prompt``."""
         first = self.starts[index]
         steps = first[..., None] + torch.arange(self.steps)
         return {
@@ -88,6 +97,7 @@ class StateWindows:
             "reward": self.rewards[steps],
             "success": self.success[steps],
             "mask": self.valid[steps],
+            "labelled": self.labelled[steps],
             "prompt": list(self.prompts[index.reshape(-1).numpy()]),
         }
 

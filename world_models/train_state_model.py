@@ -114,7 +114,7 @@ def rollout_losses(model, batch: dict, horizon: int, pos_weight: float) -> dict[
     mask = batch["mask"]
     err = ((pred - batch["next_states"]) / model.delta_std).pow(2).mean(-1)
     state_loss = (err * mask).sum() / mask.sum().clamp(min=1)
-    weight = mask * (1 + (pos_weight - 1) * batch["success"])
+    weight = mask * batch["labelled"] * (1 + (pos_weight - 1) * batch["success"])
     logits = torch.stack(
         [model.success_logits(batch["next_states"], tasks), model.success_logits(pred.detach(), tasks)]
     )
@@ -163,9 +163,10 @@ def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> di
     def hand(a: torch.Tensor, b: torch.Tensor) -> float:
         return float((a[:, :3] - b[:, :3]).norm(dim=1).mean())
 
-    prob_real = model.success_prob(real[None].expand(k, -1, -1, -1), tasks)[mask].cpu().numpy()
-    prob_pred = model.success_prob(pred, tasks)[mask].cpu().numpy()
-    labels = batch["success"][0][mask].cpu().numpy() > 0
+    known = mask & (batch["labelled"][0] > 0)  # steps of episodes whose outcome is known
+    prob_real = model.success_prob(real[None].expand(k, -1, -1, -1), tasks)[known].cpu().numpy()
+    prob_pred = model.success_prob(pred, tasks)[known].cpu().numpy()
+    labels = batch["success"][0][known].cpu().numpy() > 0
     reward_fit = {}
     if model.cfg.reward_head:  # R^2 of the members' mean reward against the recorded one
         target = batch["reward"][0][mask]
@@ -434,7 +435,11 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
     device = training_device(job.train.device)
     model.to(device)
     positives = float((data.success * data.valid).sum())
-    pos_weight = float((data.valid.sum() - positives) / max(positives, 1.0))
+    labelled = float((data.valid * data.labelled).sum())
+    if job.train.success_labels == "episode_end" and not labelled:
+        raise SystemExit(f"data.path={job.data.path}: no training episode has an outcome (success_once); the success "
+                         "head has nothing to learn")  # fmt: skip
+    pos_weight = float((labelled - positives) / max(positives, 1.0))
     if job.train.parts == "reward_head":  # the rest of the model is fixed: no gradients through it
         model.requires_grad_(False)
         model.reward.requires_grad_(True)

@@ -146,3 +146,40 @@ def test_an_observation_only_job_takes_an_observation_model_and_no_state_model(
     assert cfg.setting == "observation_only"
     with pytest.raises(ConfigError, match=r"env.train.state_model_config=.*predicts simulator state"):
         load_config("ppo_cnn_metaworld", [*keys, f"env.train.state_model_config={plain}"])
+
+
+def _recording(root, outcomes) -> str:
+    """Episodes as the policy server records them: one per outcome (True, False, None: unknown), 4 proprio numbers."""
+    import numpy as np
+
+    from toolkits.episodes import Episode, EpisodeWriter
+
+    rng, writer = (
+        np.random.default_rng(0),
+        EpisodeWriter(str(root), info={"cameras": ["corner", "gripperPOV"]}),
+    )
+    for i, outcome in enumerate(outcomes):
+        task = list(PROMPTS)[i % 2]
+        t = 12
+        meta = {"prompt": PROMPTS[task], "task": task, "success_once": outcome, "cameras": ["corner", "gripperPOV"],
+                "image_size": 32}  # fmt: skip
+        writer.write(Episode(rng.integers(0, 255, (t + 1, 2, 32, 32, 3), dtype=np.uint8),
+                             rng.normal(size=(t + 1, 4)).astype(np.float32), rng.uniform(-1, 1, (t, 4)).astype(np.float32),
+                             np.zeros(t, np.float32), np.zeros(t, bool), meta))  # fmt: skip
+    writer.close({})
+    return str(root)
+
+
+def test_a_recording_without_an_outcome_trains_the_dynamics_but_not_the_success_head(tmp_path):
+    root = _recording(tmp_path / "rec", [True, False, None, True])
+    windows = StateWindows(EpisodeDataset(root), [0, 1, 2, 3], 4, 2, "proprio", success_labels="episode_end")
+    per_episode = windows.labelled.reshape(4, -1)  # every episode has 12 actions: equal padded lengths
+    assert per_episode[:, 0].tolist() == [1.0, 1.0, 0.0, 1.0]
+    assert int(windows.success.sum()) == 2  # the two that succeeded, on their last action
+    dyn = tiny_dynamics().save_pretrained(tmp_path / "dyn")
+    args = [f"data.path={root}", f"output_dir={tmp_path / 'om'}", "data.holdout_fraction=0", "train.steps=2",
+            f"render.dynamics_model_dir={dyn}", *SMALL, *OBSERVATION]  # fmt: skip
+    assert main(args) == 0
+    unknown = _recording(tmp_path / "unknown", [None, None])
+    with pytest.raises(SystemExit, match="no training episode has an outcome"):
+        main([f"data.path={unknown}", *args[1:]])
