@@ -159,9 +159,15 @@ class WorldModelEnv(BatchedEnv):
             )
         return model
 
+    @torch.no_grad()
     def _scores_of_states(self, states: torch.Tensor) -> torch.Tensor:
-        """The state model's success probability of member states [K, N, ..., S] -> [N, ...]."""
-        return self.state_model.success_prob(states.to(self.device), self._tasks_one_hot).cpu()
+        """The state model's success score of member states [K, N, ..., S] -> [N, ...]: the members' mean
+        probability, less ``success_uncertainty_penalty`` x their std (floored at 0)."""
+        probs = torch.sigmoid(self.state_model.success_logits(states.to(self.device), self._tasks_one_hot))
+        score = probs.mean(0)
+        if self.cfg.success_uncertainty_penalty:
+            score = (score - self.cfg.success_uncertainty_penalty * self._spread(probs)).clamp(min=0.0)
+        return score.cpu()
 
     @torch.no_grad()
     def _reward_members(self, states: torch.Tensor) -> torch.Tensor:

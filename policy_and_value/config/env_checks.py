@@ -163,6 +163,11 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
             f"{prefix}.reward_uncertainty_penalty", env.reward_uncertainty_penalty,
             f"is used only with {prefix}.reward_mode=state_reward (the state model's reward heads)",
         )  # fmt: skip
+    if env.success_uncertainty_penalty and env.outcome_source != "state":
+        raise config_error(
+            f"{prefix}.success_uncertainty_penalty", env.success_uncertainty_penalty,
+            f"is used only with {prefix}.outcome_source=state (the state model's success heads)",
+        )  # fmt: skip
     if env.reward_mode == "state_reward" and env.chunk_reward:
         raise config_error(
             f"{prefix}.reward_mode", env.reward_mode, f"is used only with {prefix}.chunk_reward=false"

@@ -148,6 +148,9 @@ class WorldModelEnvConfig(CameraEnvConfig):
     # with reward_mode state_reward: each reward is the members' mean reward head less this x their std (a
     # pessimistic reward where the heads disagree, against the policy exploiting one head's errors)
     reward_uncertainty_penalty: float = Field(0.0, ge=0.0)
+    # with outcome_source state: each imagined success score is the members' mean success probability less this x
+    # their std (a pessimistic success where the heads disagree; an observation model's only reward)
+    success_uncertainty_penalty: float = Field(0.0, ge=0.0)
     visualize_wm_pred: bool = False
 
 

@@ -183,3 +183,25 @@ def test_a_recording_without_an_outcome_trains_the_dynamics_but_not_the_success_
     unknown = _recording(tmp_path / "unknown", [None, None])
     with pytest.raises(SystemExit, match="no training episode has an outcome"):
         main([f"data.path={unknown}", *args[1:]])
+
+
+def test_a_pessimistic_success_is_the_members_mean_less_their_spread(
+    episodes, model_dirs, observation_model_dir
+):
+    plain = _observation_env(episodes, model_dirs, observation_model_dir)
+    doubting = _observation_env(episodes, model_dirs, observation_model_dir, success_uncertainty_penalty=2.0)
+    for env in (plain, doubting):
+        env.reset()
+    _, _, _, _, info = plain.chunk_step(_actions(2))
+    _, _, _, _, doubted = doubting.chunk_step(_actions(2))
+    path = torch.from_numpy(plain._members)[:, :, None]  # the members' states at the chunk's end
+    probs = torch.sigmoid(plain.state_model.success_logits(path, plain._tasks_one_hot))[:, :, 0]
+    expected = (probs.mean(0) - 2.0 * probs.std(0, correction=0)).clamp(min=0.0)
+    assert torch.allclose(info["scores"][:, -1], probs.mean(0), atol=1e-5)
+    assert torch.allclose(doubted["scores"][:, -1], expected, atol=1e-5)
+    with pytest.raises(
+        ConfigError, match=r"success_uncertainty_penalty=1.0: is used only with env.train.outcome_source"
+    ):
+        load_config("ppo_cnn_metaworld", [f"env.train.{k}" for k in ("env_type=world_model",
+                    f"dynamics_model_config={model_dirs[0]}", f"dynamics_model_image_root={episodes}",
+                    f"reward_model_config={model_dirs[1]}", "success_uncertainty_penalty=1.0")])  # fmt: skip
