@@ -33,6 +33,7 @@ def test_the_recipe_trains_an_observation_model_and_gauges_it(tmp_path, capsys):
     [
         (["--policy-dir", "{tmp}/nowhere"], "--policy-dir='{tmp}/nowhere': no config.json; expected a policy directory"),
         (["--components", "0"], "--components='0': input should be greater than 0"),
+        (["--tasks", "reach-v9"], "--tasks='reach-v9': not a Meta-World (MT50) task"),
     ],
 )  # fmt: skip
 def test_bad_inputs_are_one_line_before_any_work(flags, message, tmp_path, capsys):

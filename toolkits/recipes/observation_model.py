@@ -19,7 +19,15 @@ from pydantic import Field, PositiveInt
 
 from toolkits.base.cli import tool_prog
 from toolkits.recipes.args import RecipeArgs, recipe_main, require_dir
-from toolkits.recipes.outcome_tasks import CAMERAS, COLLECT, TASKS, GaugeArgs, gauge_starts, outcome_gauge
+from toolkits.recipes.outcome_tasks import (
+    CAMERAS,
+    COLLECT,
+    TASKS,
+    GaugeArgs,
+    check_tasks,
+    gauge_starts,
+    outcome_gauge,
+)  # fmt: skip
 from toolkits.recipes.stages import Stages
 
 STATE_MODEL = "world_models.train_state_model"
@@ -43,9 +51,13 @@ class Args(GaugeArgs):
     )
     steps: PositiveInt = Field(1500, description="training steps")
     starts: PositiveInt = Field(16, description="start frames a task on the training layouts (imagination's)")
+    tasks: list[str] = Field(
+        TASKS, description="Meta-World tasks: the policy's (its start was built on them)"
+    )
 
     def check(self) -> None:
-        """The policy and the demonstrations exist, before any work."""
+        """The tasks are Meta-World's, the policy and the demonstrations exist, before any work."""
+        check_tasks(self.tasks)
         require_dir("--policy-dir", self.policy_dir, "config.json", "a policy directory")
         require_dir("--demos", self.demos, "index.json", "an episode dataset")
         RecipeArgs.check(self)
@@ -55,7 +67,7 @@ def run(args: Args) -> Stages:
     """Every stage in order; each is one tool's command line."""
     out, s = args.out, Stages("observation-model")
     Path(out).mkdir(parents=True)
-    s.tool("policy rollouts", COLLECT, ["--tasks", *TASKS, "--episodes-per-task", str(args.episodes), "--cameras",
+    s.tool("policy rollouts", COLLECT, ["--tasks", *args.tasks, "--episodes-per-task", str(args.episodes), "--cameras",
            *CAMERAS, "--seed", "5", "--num-envs", "12", "--policy-dir", args.policy_dir, "--noise-level",
            str(args.noise), "--out", f"{out}/rollouts"])  # fmt: skip
     s.tool(
@@ -65,14 +77,17 @@ def run(args: Args) -> Stages:
            "setting=observation_only", "data.state_type=proprio", "model.reward_head=false",
            "train.success_labels=episode_end", f"model.latent_components={args.components}",
            f"render.dynamics_model_dir={VAE}", f"render.latent_cache={out}/latent_cache", f"train.steps={args.steps}"])  # fmt: skip
-    s.tool("start frames", COLLECT, ["--tasks", *TASKS, "--episodes-per-task", str(args.starts), "--max-episode-steps",
+    s.tool("start frames", COLLECT, ["--tasks", *args.tasks, "--episodes-per-task", str(args.starts), "--max-episode-steps",
            "4", "--cameras", *CAMERAS, "--seed", "11", "--num-envs", "12", "--layout-seed", "0", "--out", f"{out}/starts"])  # fmt: skip
-    gauge_starts(s, args, f"{out}/gauge_starts")
+    gauge_starts(s, args, f"{out}/gauge_starts", args.tasks)
     model = f"env.train.state_model_config={out}/model/model"
     image_root = f"env.train.dynamics_model_image_root={out}/starts"
+    tasks = (
+        [] if args.tasks == TASKS else [f"env.{e}.tasks=[{','.join(args.tasks)}]" for e in ("train", "eval")]
+    )
     outcome_gauge(s, "gauge", args, CONFIG, f"{out}/gauge_starts", model, image_root,
-                  f"rollout.model_dir={args.policy_dir}", f"algorithm.offline_data_path={args.demos}")  # fmt: skip
-    s.log(f"train with it:\n  worldrl train {CONFIG} {model} {image_root}")
+                  f"rollout.model_dir={args.policy_dir}", f"algorithm.offline_data_path={args.demos}", *tasks)  # fmt: skip
+    s.log(f"train with it:\n  worldrl train {CONFIG} {model} {image_root} {' '.join(tasks)}".rstrip())
     return s
 
 

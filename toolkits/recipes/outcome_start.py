@@ -26,7 +26,7 @@ from toolkits.base.cli import tool_prog
 from toolkits.base.compose import find_config
 from toolkits.base.errors import ConfigError
 from toolkits.recipes.args import RecipeArgs, recipe_main
-from toolkits.recipes.outcome_tasks import CAMERAS, COLLECT, TASKS
+from toolkits.recipes.outcome_tasks import CAMERAS, COLLECT, TASKS, check_tasks
 from toolkits.recipes.stages import Stages
 
 
@@ -43,13 +43,17 @@ class Args(RecipeArgs):
         None, description="a world-model job whose renderer redraws the demonstrations"
     )
     state_noise: NonNegativeFloat = Field(0.0, description="Gaussian noise on the state the imitation reads")
+    tasks: list[str] = Field(
+        TASKS, description="Meta-World tasks (the outcome recipes': reach, button, door)"
+    )
     state_type: Literal["full", "proprio"] = Field(
         "full",
         description="the policy's state: full (39 numbers) or proprio (hand and gripper: observation only)",
     )
 
     def check(self) -> None:
-        """The redraw job exists and composes, before any work."""
+        """The tasks are Meta-World's and the redraw job exists, before any work."""
+        check_tasks(self.tasks)
         if self.redraw_config is not None:
             try:
                 find_config(self.redraw_config)
@@ -63,7 +67,7 @@ def run(args: Args) -> Stages:
     out, s = args.out, Stages("outcome-start")
     Path(out).mkdir(parents=True)
     # layouts of layout_seed 0 (the training layouts); evaluation uses layout_seed 1
-    s.tool("collect demonstrations", COLLECT, ["--tasks", *TASKS, "--episodes-per-task", str(args.episodes),
+    s.tool("collect demonstrations", COLLECT, ["--tasks", *args.tasks, "--episodes-per-task", str(args.episodes),
            "--action-noise", "0.1", "--cameras", *CAMERAS, "--seed", "7", "--num-envs", str(args.num_envs),
            "--out", f"{out}/demos20"])  # fmt: skip
     s.tool(f"keep {args.demos} a task", "toolkits.episodes.subset", ["--data", f"{out}/demos20", "--out",
@@ -85,8 +89,8 @@ def run(args: Args) -> Stages:
            f"augment.state_noise={args.state_noise}", f"data.state_type={args.state_type}",
            *(["setting=observation_only"] if args.state_type == "proprio" else [])])  # fmt: skip
     s.tool("deploy.json", "toolkits.deploy.spec", ["--policy-dir", policy, "--env", "metaworld_3tasks",
-           f"tasks=[{','.join(TASKS)}]", *([f"state_type={args.state_type}"] if args.state_type != "full" else [])])  # fmt: skip
-    s.tool("success, unseen layouts", "policy_and_value.offline.evaluate", ["--model-dir", policy, "--tasks", *TASKS,
+           f"tasks=[{','.join(args.tasks)}]", *([f"state_type={args.state_type}"] if args.state_type != "full" else [])])  # fmt: skip
+    s.tool("success, unseen layouts", "policy_and_value.offline.evaluate", ["--model-dir", policy, "--tasks", *args.tasks,
            "--episodes", str(args.eval_episodes), "--cameras", *CAMERAS, "--layout-seed", "1",
            "--state-type", args.state_type])  # fmt: skip
     if args.redraw_config:

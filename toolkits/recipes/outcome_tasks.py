@@ -14,6 +14,18 @@ COLLECT = "toolkits.collect_episodes"
 GAUGE = "experiments.harness.wm_outcome_gauge"
 
 
+def check_tasks(tasks: list[str]) -> None:
+    """``--tasks``: Meta-World (MT50) task names, at least one, each once; one line naming the first that is not."""
+    from policy_and_value.envs.metaworld_tasks import MT50_TASKS
+    from toolkits.base.errors import config_error
+
+    for task in tasks:
+        if task not in MT50_TASKS:
+            raise config_error("--tasks", task, "not a Meta-World (MT50) task, e.g. reach-v3, drawer-open-v3")
+    if not tasks or len(set(tasks)) != len(tasks):
+        raise config_error("--tasks", tasks, "name at least one task, each once")
+
+
 class GaugeArgs(RecipeArgs):
     """The gauge's sizes (``wm_outcome_gauge``): starts a task, policy samples a start, actions an episode."""
 
@@ -45,10 +57,10 @@ def imagined_plans(
     stages.tool(name, COLLECT, argv)
 
 
-def gauge_starts(stages: Stages, args: GaugeArgs, out: str) -> None:
+def gauge_starts(stages: Stages, args: GaugeArgs, out: str, tasks: list[str] = TASKS) -> None:
     """``args.gauge_starts`` start frames a task on layouts never trained on (layout seed 1): the gauge's."""
     n = str(args.gauge_starts)
-    argv = ["--tasks", *TASKS, "--episodes-per-task", n, "--max-episode-steps", "4", "--cameras", *CAMERAS,
+    argv = ["--tasks", *tasks, "--episodes-per-task", n, "--max-episode-steps", "4", "--cameras", *CAMERAS,
             "--seed", "21", "--num-envs", n, "--layout-seed", "1", "--out", out]  # fmt: skip
     stages.tool("gauge starts", COLLECT, argv)
 
