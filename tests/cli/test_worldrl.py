@@ -68,3 +68,14 @@ def test_a_valid_job_validates_through_the_console_script():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("rl_release: valid (env.train world_model")
+
+
+def test_the_harness_the_recipes_run_imports_outside_the_repository(tmp_path):
+    """Recipes run their gauges as ``experiments.harness`` modules in-process: the install must make them importable
+    from any working directory, as ``worldrl recipe ...`` runs (the repository root is not on ``sys.path`` there)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import experiments.harness.wm_outcome_gauge as g; print(g.__file__)"],
+        cwd=tmp_path, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert Path(done.stdout.strip()).is_relative_to(REPO)
