@@ -180,6 +180,12 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
         )
 
 
+def saved_state_model_config(model_dir: str) -> dict:
+    """The ``config.json`` a state model directory holds, as saved (read before any model is loaded)."""
+    with open(os.path.join(model_dir, "config.json")) as f:
+        return json.load(f)
+
+
 def _check_state_model(env: EnvConfig, prefix: str) -> None:
     """The state model's directory and chunk size; the keys that need one name it."""
     if env.state_model_config is None:
@@ -206,8 +212,7 @@ def _check_state_model(env: EnvConfig, prefix: str) -> None:
             f"{prefix}.state_model_config", env.state_model_config,
             "no config.json in this directory" + build_hint(env.state_model_config),
         )  # fmt: skip
-    with open(path) as f:
-        saved = json.load(f)
+    saved = saved_state_model_config(env.state_model_config)
     chunk = saved.get("action_chunk")
     if env.frames_from != "dynamics" and not saved.get("latent_shape"):
         raise config_error(

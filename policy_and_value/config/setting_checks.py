@@ -3,22 +3,9 @@ simulator state, and nothing it trains on may be the simulator's reward (``setti
 
 from __future__ import annotations
 
-from policy_and_value.config.env_checks import all_envs
+from policy_and_value.config.env_checks import all_envs, saved_state_model_config
 from policy_and_value.config.schema import JobConfig
 from toolkits.base.setting import OBSERVATION_ONLY, POSES, privileged
-
-
-def observation_model(model_dir: str) -> bool:
-    """Whether the state model in ``model_dir`` is an observation model (its state: proprioception and the frames'
-    latent components); a directory without a readable ``config.json`` is not (the env's own check says why)."""
-    import json
-    import os
-
-    try:
-        with open(os.path.join(model_dir, "config.json")) as f:
-            return int(json.load(f).get("latent_components", 0)) > 0
-    except (OSError, ValueError):
-        return False
 
 
 def check_setting(cfg: JobConfig) -> None:
@@ -37,7 +24,9 @@ def check_setting(cfg: JobConfig) -> None:
             raise privileged(f"{key}.reward_signal", "dense", "the simulator's shaped reward",
                              "train on the episode's success (reward_signal: success) or a reward model")  # fmt: skip
         if env.env_type == "world_model" and env.state_model_config is not None:
-            if not observation_model(env.state_model_config):
+            # an observation model's state is proprioception and the frames' latent components (the env checks, run
+            # first, found its config.json)
+            if not saved_state_model_config(env.state_model_config).get("latent_components"):
                 raise privileged(f"{key}.state_model_config", env.state_model_config,
                                  "a state world model, which predicts simulator state",
                                  "imagine with an observation model (world_models.train_state_model model.latent_components=64)")  # fmt: skip
