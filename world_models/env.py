@@ -222,15 +222,15 @@ class WorldModelEnv(BatchedEnv):
         latents = self.dynamics.encode(obs["images"][:, None].to(self.device))[:, 0]
         return self.state_model.observe(obs["state"].to(self.device), latents).cpu()
 
-    def _observe_start(self, ids: np.ndarray) -> None:
-        """Each member's start state of envs ``ids`` from their last history frame and recorded state."""
+    def _observe_start(self, ids: np.ndarray, latents: torch.Tensor | None) -> None:
+        """Each member's start state of envs ``ids`` from their recorded state and, for an observation model, the
+        VAE latents [N, V, C, h, w] of their last history frame."""
         if self.state_model is None:
             return
-        obs = {
-            "images": torch.from_numpy(self._history[ids, -1]),
-            "state": torch.from_numpy(self._state[ids]),
-        }
-        self._members[:, ids] = self.observed_states(obs).numpy()[None]
+        state = torch.from_numpy(self._state[ids])
+        if self.state_model.cfg.latent_components:
+            state = self.state_model.observe(state.to(self.device), latents.to(self.device)).cpu()
+        self._members[:, ids] = state.numpy()[None]
 
     def _as_members(self, states: torch.Tensor) -> torch.Tensor:
         """Given states [N, S] (e.g. a simulator's) as every member's [K, N, S], for the member-wise heads."""
@@ -290,11 +290,14 @@ class WorldModelEnv(BatchedEnv):
     def _begin(self, ids: np.ndarray) -> tuple[Observation, dict]:
         """Start the episodes of envs ``ids`` from the history and state just set: the members' states, counters,
         the start residual, the start score, the video."""
-        self._observe_start(ids)
+        observes = self.state_model is not None and self.state_model.cfg.latent_components
+        start = None  # the start frames' VAE latents, encoded once for the members and the residual
+        if observes or self.cfg.frames_from == "state_residual":
+            start = self.dynamics.encode(torch.from_numpy(self._history[ids, -1:]))[:, 0].cpu()
+        self._observe_start(ids, start)
         if self.cfg.frames_from == "state_residual":
             self._start_offset[ids] = 0.0
             rendered = self._render_latents(torch.from_numpy(self._members[0, ids])[:, None], ids)[:, 0].cpu()
-            start = self.dynamics.encode(torch.from_numpy(self._history[ids, -1:]))[:, 0].cpu()
             self._start_offset[ids] = (start - rendered).numpy()
         self._steps[ids] = 0
         self._return[ids] = 0.0
