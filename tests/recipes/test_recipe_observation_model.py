@@ -3,6 +3,7 @@ shrunk, from an observation-only start the test builds with ``outcome-start --st
 
 import pytest
 
+from tests.recipes.refusals import assert_refused_before_any_work
 from toolkits.recipes import observation_model, outcome_start
 from world_models.state_model import StateModel
 
@@ -37,8 +38,4 @@ def test_the_recipe_trains_an_observation_model_and_gauges_it(tmp_path, capsys):
     ],
 )  # fmt: skip
 def test_bad_inputs_are_one_line_before_any_work(flags, message, tmp_path, capsys):
-    argv = [f.format(tmp=tmp_path) for f in flags] + ["--out", str(tmp_path / "x")]
-    assert observation_model.main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message.format(tmp=tmp_path) in err, err
-    assert not (tmp_path / "x").exists()
+    assert_refused_before_any_work(observation_model.main, flags, message, tmp_path, capsys)

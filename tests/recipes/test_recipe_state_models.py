@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.assets import REPO
+from tests.recipes.refusals import assert_refused_before_any_work
 from toolkits.recipes import refit_state_model, state_outcome
 
 pytestmark = pytest.mark.slow
@@ -75,8 +76,4 @@ def test_refit_writes_its_models_and_gauges_each(built, tmp_path, capsys):
     ],
 )  # fmt: skip
 def test_refit_refuses_bad_inputs_in_one_line_before_any_work(flags, message, tmp_path, capsys):
-    argv = [f.format(tmp=tmp_path) for f in flags] + ["--out", str(tmp_path / "x")]
-    assert refit_state_model.main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message.format(tmp=tmp_path) in err, err
-    assert not (tmp_path / "x").exists()
+    assert_refused_before_any_work(refit_state_model.main, flags, message, tmp_path, capsys)
