@@ -54,6 +54,9 @@ class StateNetConfig(Strict):
     # > 0: an observation model (what a robot records): its state is the proprioception and this many principal
     # components of the cameras' VAE latents (render.dynamics_model_dir's VAE), instead of the simulator's state
     latent_components: int = Field(0, ge=0)
+    # how those numbers are made: pca (design A: principal components, frames linear in them) or learned (design B:
+    # an encoder and decoder of the latents trained with the dynamics; world_models/latent_codec.py)
+    latent_encoder: Literal["pca", "learned"] = "pca"
 
 
 class StateTrainConfig(Strict):
@@ -77,6 +80,10 @@ class StateTrainConfig(Strict):
     # every batch, the rest drawn from all windows: a warm refit that learns from a few new episodes among many
     focus_sources: list[str] = Field(default_factory=list)
     focus_fraction: float = Field(0.0, ge=0.0, lt=1.0)
+    # design B (model.latent_encoder=learned): weight of the code's consistency with the encoding of the real frames
+    # at each chunk's end, and of the decoder's error on the real and the predicted codes
+    code_weight: float = Field(10.0, ge=0.0)
+    decode_weight: float = Field(1.0, ge=0.0)
     log_interval: int = Field(250, ge=1)
     seed: int = 0
     # auto: the GPU when one is visible, else the CPU; the model is written the same either way

@@ -33,7 +33,7 @@ class StateWindows:
     ):
         self.steps = chunk * horizon
         states, actions, rewards, success, valid, starts, prompts, sources = [], [], [], [], [], [], [], []
-        labelled = []
+        labelled, row_prompts = [], []
         offset = 0
         for i in indices:
             acts = episodes.read(i, "actions").astype(np.float32)  # no frames are read
@@ -61,6 +61,7 @@ class StateWindows:
             labelled.append(np.full(t_len + pad + 1, float(known), np.float32))
             starts += [offset + t for t in range(t_len)]
             prompts += [episodes.entries[i]["prompt"]] * t_len
+            row_prompts += [episodes.entries[i]["prompt"]] * (t_len + 1 + pad)
             sources += [episodes.entries[i].get("merged_from")] * t_len
             offset += t_len + 1 + pad
         if not starts:
@@ -73,11 +74,16 @@ class StateWindows:
         self.labelled = torch.from_numpy(np.concatenate(labelled))  # 0: the episode's outcome is unknown
         self.starts = torch.tensor(starts)
         self.prompts = np.array(prompts, dtype=object)
+        self.row_prompts = np.array(row_prompts, dtype=object)  # the prompt of each row of the flat arrays
         # each window's dataset before a merge (None: unmerged data)
         self.sources = np.array(sources, dtype=object)
 
     def __len__(self) -> int:
         return len(self.starts)
+
+    def prompts_of_rows(self, rows: torch.Tensor) -> list[str]:
+        """The prompts of rows of the flat arrays (``states``, ``success``, ...)."""
+        return list(self.row_prompts[rows.numpy()])
 
     def windows_from(self, sources: list[str]) -> torch.Tensor:
         """The indices of the windows whose episodes were merged from one of ``sources``."""

@@ -47,6 +47,11 @@ class StateModelConfig:
     # > 0: the state's last latent_components numbers are principal components of the frames' VAE latents
     # (latent_shape), the numbers before them proprioception; frames come from them linearly, no renderer network
     latent_components: int = 0
+    # how an observation model's latent numbers are made: pca (design A: the latents' principal components, frames
+    # linear in them) or learned (design B: a code in (-1, 1) from an encoder trained with the dynamics, frames from
+    # a decoder of the code and the proprioception; world_models/latent_codec.py)
+    latent_encoder: str = "pca"
+    codec_width: int = 64  # channels of the learned encoder's and decoder's convolutions
 
     def __post_init__(self) -> None:
         checks = [
@@ -58,6 +63,7 @@ class StateModelConfig:
             (len(self.latent_shape) in (0, 4), "latent_shape must be [] or [views, channels, h, w]"),
             (0 <= self.latent_components < self.state_dim, "latent_components must be in [0, state_dim)"),
             (not self.latent_components or self.latent_shape, "latent_components needs latent_shape"),
+            (self.latent_encoder in ("pca", "learned"), "latent_encoder must be pca or learned"),
         ]
         for ok, message in checks:
             if not ok:
@@ -112,7 +118,12 @@ class StateModel(ModelDirMixin, nn.Module):
         if cfg.reward_head:
             self.reward = ensemble_mlp(k, s + tasks, cfg.hidden, cfg.layers, 1)
             self.register_buffer("reward_std", torch.ones(()))  # the head predicts reward / reward_std
-        if cfg.latent_components:  # the principal axes of the latents: state tail -> latents, linearly
+        if cfg.latent_components and cfg.latent_encoder == "learned":  # design B: a code from an encoder
+            from world_models.latent_codec import LatentDecoder, LatentEncoder
+
+            self.encoder = LatentEncoder(cfg.latent_shape, cfg.latent_components, cfg.codec_width)
+            self.decoder = LatentDecoder(cfg.latent_shape, s, cfg.codec_width)
+        elif cfg.latent_components:  # the principal axes of the latents: state tail -> latents, linearly
             size = math.prod(cfg.latent_shape)
             self.register_buffer("latent_mean", torch.zeros(size))
             self.register_buffer("latent_basis", torch.zeros(size, cfg.latent_components))
@@ -148,8 +159,16 @@ class StateModel(ModelDirMixin, nn.Module):
         power = values.pow(2)
         return power[: self.cfg.latent_components].sum() / power.sum().clamp(min=1e-12)
 
+    @property
+    def learned_codec(self) -> bool:
+        """Whether the latent numbers are a learned code (design B) rather than principal components."""
+        return bool(self.cfg.latent_components) and self.cfg.latent_encoder == "learned"
+
     def latent_coefficients(self, latents: torch.Tensor) -> torch.Tensor:
-        """The components of frames' normalised VAE latents [N, V, C, h, w] -> [N, latent_components]."""
+        """The components (or the learned code) of frames' normalised VAE latents [N, V, C, h, w] ->
+        [N, latent_components]."""
+        if self.learned_codec:
+            return self.encoder(latents.to(self.device))
         flat = latents.reshape(len(latents), -1).to(self.latent_mean) - self.latent_mean
         return flat @ self.latent_basis
 
@@ -184,7 +203,11 @@ class StateModel(ModelDirMixin, nn.Module):
         acts = actions.reshape(*actions.shape[:-2], -1).expand(k, n, -1)
         inputs = torch.cat([self._normalise(states), acts, tasks.expand(k, n, -1)], dim=-1)
         deltas = self.dynamics(inputs).reshape(k, n, self.cfg.action_chunk, s) * self.delta_std
-        return states[:, :, None] + deltas
+        out = states[:, :, None] + deltas
+        if self.learned_codec:  # the code stays in the encoder's range
+            p = self.proprio_dim
+            out = torch.cat([out[..., :p], out[..., p:].clamp(-1.0, 1.0)], dim=-1)
+        return out
 
     def _state_head(self, head: nn.Module, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
         """Apply a per-member head on (state, task): states [K, N, ..., S] (member k's head reads member
@@ -233,6 +256,8 @@ class StateModel(ModelDirMixin, nn.Module):
             raise ValueError(
                 "this state model has no renderer (it was trained without render.dynamics_model_dir)"
             )
+        if self.learned_codec:
+            return self.decoder(self._normalise(states))
         if self.cfg.latent_components:
             coefficients = states[..., self.proprio_dim :]
             return (self.latent_mean + coefficients @ self.latent_basis.T).reshape(

@@ -387,10 +387,14 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
                 f"init_model_dir={job.init_model_dir}: it knows {sorted(known)} with chunks of "
                 f"{model.cfg.action_chunk}; the data has {prompts} and model.action_chunk={chunk}"
             )
-        if model.cfg.latent_components != job.model.latent_components:
+        if (model.cfg.latent_components, model.cfg.latent_encoder) != (
+            job.model.latent_components,
+            job.model.latent_encoder,
+        ):
             raise SystemExit(
-                f"init_model_dir={job.init_model_dir} keeps {model.cfg.latent_components} latent components; "
-                f"model.latent_components={job.model.latent_components}"
+                f"init_model_dir={job.init_model_dir} keeps {model.cfg.latent_components} latent components "
+                f"({model.cfg.latent_encoder}); model.latent_components={job.model.latent_components} "
+                f"({job.model.latent_encoder})"
             )
     elif job.model.latent_components:  # an observation model: its state's axes come from the training frames
         cfg = StateModelConfig(
@@ -398,12 +402,15 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
             action_dim=len(episodes.read(train_ids[0], "actions")[0]), action_chunk=chunk, prompts=prompts,
             ensemble_size=job.model.ensemble_size, hidden=job.model.hidden, layers=job.model.layers,
             latent_shape=list(dynamics.noise_shape()[1:]), latent_components=job.model.latent_components,
+            latent_encoder=job.model.latent_encoder,
         )  # fmt: skip
         model = StateModel(cfg)
     if job.model.latent_components:
         start = time.time()
         latents = episode_latents(dynamics.to(training_device(job.train.device)), episodes, train_ids + held_ids,
                                   cache_dir=job.render.latent_cache)  # fmt: skip
+        if model.learned_codec:
+            return train_learned(model, job, episodes, train_ids, held_ids, latents, dynamics, log)
         if not job.init_model_dir:
             kept = model.fit_latent_basis(torch.cat([latents[i] for i in train_ids]))
             log(f"state model: {model.cfg.latent_components} components keep {float(kept):.1%} of the latents' variance "
@@ -494,6 +501,57 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
     replace_dir_atomically(out / MODEL_DIR, model.cpu().save_pretrained)
     log(f"state model written to {out / MODEL_DIR}")
     return out / MODEL_DIR
+
+
+def train_learned(
+    model, job: StateModelJob, episodes, train_ids, held_ids, latents, dynamics, log=print
+) -> Path:
+    """Design B (``model.latent_encoder=learned``): train the code with the dynamics, report it held out, write
+    ``<output_dir>/model``."""
+    from toolkits.base.model_dir import replace_dir_atomically
+    from world_models.state_data import StateWindows
+    from world_models.train_learned_codec import codes_of, train_learned_codec
+
+    chunk, horizon = job.model.action_chunk, job.train.horizon
+    windows = dict(chunk=chunk, horizon=horizon, state_type=job.data.state_type,
+                   success_labels=job.train.success_labels)  # fmt: skip
+    flat = {i: latents[i].reshape(len(latents[i]), -1).numpy() for i in train_ids}
+    device = training_device(job.train.device)
+    train_learned_codec(model, job, StateWindows(episodes, train_ids, features=flat, **windows), device, log)
+    if held_ids:
+        held = StateWindows(
+            episodes, held_ids, features=codes_of(model, {i: latents[i] for i in held_ids}), **windows
+        )
+        metrics = evaluate(model, held, horizon)
+        log("state model, held out: " + ", ".join(f"{key}={value:.4g}" for key, value in metrics.items()))
+        report_learned_frames(
+            model, dynamics.to(device), episodes, held_ids, latents, job.data.state_type, log
+        )
+    out = Path(job.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    replace_dir_atomically(out / MODEL_DIR, model.cpu().save_pretrained)
+    log(f"state model written to {out / MODEL_DIR}")
+    return out / MODEL_DIR
+
+
+@torch.no_grad()
+def report_learned_frames(model, dynamics, episodes, held_ids, latents, state_type: str, log=print) -> None:
+    """Design B's frames: the held-out PSNR of frames decoded from the code of the real frame and the real
+    proprioception, against the VAE's own reconstruction (its ceiling)."""
+    from policy_and_value.envs.metaworld_tasks import select_state
+
+    frames = torch.cat([torch.from_numpy(episodes.read(i, "images")) for i in held_ids])
+    codes = torch.cat([latents[i] for i in held_ids])
+    proprio = torch.cat(
+        [torch.from_numpy(select_state(episodes.read(i, "state"), state_type)) for i in held_ids]
+    )
+    pick = torch.randperm(len(frames), generator=torch.Generator().manual_seed(0))[:256]
+    states = model.observe(proprio[pick].float().to(model.device), codes[pick].to(model.device))
+    rendered = dynamics.decode(model.render_latents(states, None)[:, None]).cpu()
+    recon = dynamics.decode(codes[pick][:, None].to(model.device)).cpu()
+    real = frames[pick][:, None]
+    log(f"observation model, held out: frames from its code PSNR {psnr(rendered, real):.2f} dB "
+        f"(the VAE's reconstruction: {psnr(recon, real):.2f} dB)")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
