@@ -57,6 +57,11 @@ class StateNetConfig(Strict):
     # how those numbers are made: pca (design A: principal components, frames linear in them) or learned (design B:
     # an encoder and decoder of the latents trained with the dynamics; world_models/latent_codec.py)
     latent_encoder: Literal["pca", "learned"] = "pca"
+    codec_width: int = Field(32, ge=1)  # design B: channels of its encoder's and decoder's convolutions
+    # a value head: the chance that the episode succeeds from a state, discounted by value_discount per action to its
+    # end, learned from the episodes' outcomes alone (env reward_mode value: a dense imagined reward)
+    value_head: bool = False
+    value_discount: float = Field(0.98, gt=0.0, le=1.0)
 
 
 class StateTrainConfig(Strict):

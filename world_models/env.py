@@ -111,6 +111,9 @@ class WorldModelEnv(BatchedEnv):
         model_dim = self.state_model.cfg.state_dim if self.state_model is not None else self.state_dim
         self._members = np.zeros((members, num_envs, model_dim), np.float32)  # each member's state
         self._progress = np.zeros(num_envs, np.float32)
+        self._potential = np.zeros(
+            num_envs, np.float32
+        )  # reward_mode value: the value of each env's current state
         # state_residual: the start frame's VAE latents minus the rendered start state's, per env [N, V, C, h, w]
         latent = tuple(self.dynamics.noise_shape()[1:]) if cfg.frames_from == "state_residual" else (0,)
         self._start_offset = np.zeros((num_envs, *latent), np.float32)
@@ -184,6 +187,13 @@ class WorldModelEnv(BatchedEnv):
         the spread), both [N, ...]."""
         spread = self._spread(values)
         return values.mean(0) - self.cfg.reward_uncertainty_penalty * spread, spread
+
+    @torch.no_grad()
+    def _values_of_states(self, states: torch.Tensor) -> torch.Tensor:
+        """The value heads' discounted chance of success of member states [K, N, S] -> [N]: their mean less
+        ``reward_uncertainty_penalty`` x their std (the potential of ``reward_mode: value``)."""
+        values = torch.sigmoid(self.state_model.value_logits(states.to(self.device), self._tasks_one_hot))
+        return self._pessimistic(values)[0].cpu()
 
     def _rewards_of_states(self, states: torch.Tensor) -> torch.Tensor:
         """The reward imagination pays for member states [K, N, ..., S] -> [N, ...]."""
@@ -303,6 +313,8 @@ class WorldModelEnv(BatchedEnv):
         self._return[ids] = 0.0
         self._reward_spread[ids] = 0.0
         self._success[ids] = False
+        if self.cfg.reward_mode == "value":
+            self._potential[ids] = self._values_of_states(torch.from_numpy(self._members))[ids].numpy()
         if self.cfg.outcome_source == "state":
             self._progress[ids] = self._scores_of_states(torch.from_numpy(self._members))[ids].numpy()
         else:
@@ -389,7 +401,7 @@ class WorldModelEnv(BatchedEnv):
                 paid = torch.arange(c) <= last[:, None]
                 rewards, spread = rewards * paid, spread * paid
         else:
-            if mode == "success":  # the outcome alone: reward_coef on the first frame over the threshold
+            if mode in ("success", "value"):  # the outcome: reward_coef on the first frame over the threshold
                 frame_rewards = (
                     torch.arange(self.future_frames) == first_hit[:, None]
                 ).float() * self.cfg.reward_coef
@@ -401,6 +413,10 @@ class WorldModelEnv(BatchedEnv):
                     j <= first_hit if not self.cfg.ignore_terminations else torch.ones(n, dtype=torch.bool)
                 )
                 rewards[:, a] += torch.where(alive, frame_rewards[:, j], torch.zeros(n))
+        if mode == "value":  # the potential's change over the chunk, on its last action
+            potential = self._values_of_states(path[:, :, -1])
+            rewards[:, -1] += potential - torch.from_numpy(self._potential)
+            self._potential = potential.numpy().astype(np.float32)
         rewards[:, -1] -= (
             self.cfg.uncertainty_penalty * uncertainty
         )  # MOPO: distrust what the members dispute
@@ -494,7 +510,7 @@ class WorldModelEnv(BatchedEnv):
         return {
             "history": self._history.copy(), "state": self._state.copy(), "members": self._members.copy(),
             "start_offset": self._start_offset.copy(),
-            "progress": self._progress.copy(),
+            "progress": self._progress.copy(), "potential": self._potential.copy(),
             "steps": self._steps.copy(), "return": self._return.copy(), "success": self._success.copy(),
             "reward_spread": self._reward_spread.copy(),
             "episode_ids": self._episode_ids.copy(), "frame": self._frame.copy(),
@@ -506,6 +522,9 @@ class WorldModelEnv(BatchedEnv):
         self._members = state.get("members", self._members).copy()  # runs saved before the state model
         self._start_offset = state.get("start_offset", self._start_offset).copy()
         self._progress, self._steps = state["progress"].copy(), state["steps"].copy()
+        self._potential = state.get(
+            "potential", self._potential
+        ).copy()  # runs saved before reward_mode value
         self._return, self._success = state["return"].copy(), state["success"].copy()
         self._reward_spread = state.get("reward_spread", self._reward_spread).copy()  # runs saved before it
         self._episode_ids = state["episode_ids"].copy()

@@ -30,10 +30,11 @@ class StateWindows:
         state_type: str = "full",
         features: dict[int, np.ndarray] | None = None,
         success_labels: str = "steps",
+        value_discount: float = 0.98,
     ):
         self.steps = chunk * horizon
         states, actions, rewards, success, valid, starts, prompts, sources = [], [], [], [], [], [], [], []
-        labelled, row_prompts = [], []
+        labelled, row_prompts, values = [], [], []
         offset = 0
         for i in indices:
             acts = episodes.read(i, "actions").astype(np.float32)  # no frames are read
@@ -57,6 +58,10 @@ class StateWindows:
             else:
                 flags = episodes.read(i, "success").astype(np.float32)
             success.append(np.concatenate([flags, np.zeros(pad + 1, np.float32)]))
+            # the value after action j: the outcome discounted over the actions left to the episode's end
+            won = float(bool(episodes.entries[i].get("success_once"))) if known else 0.0
+            to_end = np.arange(t_len - 1, -1, -1, dtype=np.float32)
+            values.append(np.concatenate([won * value_discount**to_end, np.zeros(pad + 1, np.float32)]))
             valid.append(np.concatenate([np.ones(t_len, np.float32), np.zeros(pad + 1, np.float32)]))
             labelled.append(np.full(t_len + pad + 1, float(known), np.float32))
             starts += [offset + t for t in range(t_len)]
@@ -70,6 +75,7 @@ class StateWindows:
         self.actions = torch.from_numpy(np.concatenate(actions))
         self.rewards = torch.from_numpy(np.concatenate(rewards))  # reward of action j
         self.success = torch.from_numpy(np.concatenate(success))  # success after action j
+        self.values = torch.from_numpy(np.concatenate(values).astype(np.float32))  # the value after action j
         self.valid = torch.from_numpy(np.concatenate(valid))
         self.labelled = torch.from_numpy(np.concatenate(labelled))  # 0: the episode's outcome is unknown
         self.starts = torch.tensor(starts)
@@ -102,6 +108,7 @@ class StateWindows:
             "next_states": self.states[steps + 1],
             "reward": self.rewards[steps],
             "success": self.success[steps],
+            "value": self.values[steps],
             "mask": self.valid[steps],
             "labelled": self.labelled[steps],
             "prompt": list(self.prompts[index.reshape(-1).numpy()]),

@@ -51,7 +51,11 @@ class StateModelConfig:
     # linear in them) or learned (design B: a code in (-1, 1) from an encoder trained with the dynamics, frames from
     # a decoder of the code and the proprioception; world_models/latent_codec.py)
     latent_encoder: str = "pca"
-    codec_width: int = 64  # channels of the learned encoder's and decoder's convolutions
+    # a value head: the probability that the episode succeeds from a state, discounted by value_discount per action
+    # to its end (learned from the episodes' outcomes alone; a potential for a dense imagined reward)
+    value_head: bool = False
+    value_discount: float = 0.98
+    codec_width: int = 32  # channels of the learned encoder's and decoder's convolutions
 
     def __post_init__(self) -> None:
         checks = [
@@ -64,6 +68,7 @@ class StateModelConfig:
             (0 <= self.latent_components < self.state_dim, "latent_components must be in [0, state_dim)"),
             (not self.latent_components or self.latent_shape, "latent_components needs latent_shape"),
             (self.latent_encoder in ("pca", "learned"), "latent_encoder must be pca or learned"),
+            (0.0 < self.value_discount <= 1.0, "value_discount must be in (0, 1]"),
         ]
         for ok, message in checks:
             if not ok:
@@ -115,6 +120,8 @@ class StateModel(ModelDirMixin, nn.Module):
         tasks = len(cfg.prompts)
         self.dynamics = ensemble_mlp(k, s + c * cfg.action_dim + tasks, cfg.hidden, cfg.layers, c * s)
         self.success = ensemble_mlp(k, s + tasks, cfg.hidden, cfg.layers, 1)
+        if cfg.value_head:
+            self.value = ensemble_mlp(k, s + tasks, cfg.hidden, cfg.layers, 1)
         if cfg.reward_head:
             self.reward = ensemble_mlp(k, s + tasks, cfg.hidden, cfg.layers, 1)
             self.register_buffer("reward_std", torch.ones(()))  # the head predicts reward / reward_std
@@ -223,6 +230,13 @@ class StateModel(ModelDirMixin, nn.Module):
     def success_logits(self, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
         """Each member's logit that the task is solved: states [K, N, ..., S] -> [K, N, ...]."""
         return self._state_head(self.success, states, tasks)
+
+    def value_logits(self, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
+        """Each member's logit of the discounted chance of success from each state: [K, N, ..., S] -> [K, N, ...];
+        an error for a model trained without ``value_head``."""
+        if not self.cfg.value_head:
+            raise ValueError("this state model has no value head (it was trained without model.value_head)")
+        return self._state_head(self.value, states, tasks)
 
     def reward_values(self, states: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
         """Each member's reward of the action that led to each state, in the data's units: states

@@ -84,10 +84,24 @@ def codec_losses(
     success_pred = F.binary_cross_entropy_with_logits(
         pred_logits, labels.expand_as(pred_logits), weight=weight.expand_as(pred_logits), reduction="sum"
     ) / (k * weight.sum().clamp(min=1))
-    return {
+    losses = {
         "proprio": proprio_loss, "code": code_weight * code_loss, "decode": decode_loss, "decode_pred": decode_pred,
         "success": success_real + success_pred,
     }  # fmt: skip
+    if (
+        model.cfg.value_head
+    ):  # the discounted outcome on the real frames and on the predicted codes at chunk ends
+        v_real = model.value_logits(f_states, f_tasks)
+        v_pred = model.value_logits(pred[:, :, ends].detach(), tasks)
+        losses["value"] = F.binary_cross_entropy_with_logits(
+            v_real, frames["value"].expand_as(v_real)
+        ) + F.binary_cross_entropy_with_logits(
+            v_pred,
+            batch["value"][0][:, ends].expand_as(v_pred),
+            weight=weight.expand_as(v_pred),
+            reduction="sum",
+        ) / (k * weight.sum().clamp(min=1))
+    return losses
 
 
 def success_frames(data, count: int, gen: torch.Generator) -> torch.Tensor:
@@ -114,6 +128,7 @@ def frame_batch(model, data, rows: torch.Tensor, device: torch.device) -> dict:
             "latents": states[:, p:].reshape(len(rows), *model.cfg.latent_shape),
             "proprio": states[:, :p],
             "success": data.success[rows],
+            "value": data.values[rows],
         },
         device,
     ) | {"prompt": list(data.prompts_of_rows(rows))}
@@ -144,7 +159,7 @@ def train_learned_codec(model, job, data, device: torch.device, log=print) -> No
         losses = codec_losses(model, batch, frames, horizon, job.train.code_weight)
         loss = (
             losses["proprio"] + losses["code"] + job.train.decode_weight * (losses["decode"] + losses["decode_pred"])
-            + job.train.success_weight * losses["success"]
+            + job.train.success_weight * losses["success"] + losses.get("value", 0.0)
         )  # fmt: skip
         opt.zero_grad(set_to_none=True)
         loss.backward()

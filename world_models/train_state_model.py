@@ -122,6 +122,15 @@ def rollout_losses(model, batch: dict, horizon: int, pos_weight: float) -> dict[
     bce = F.binary_cross_entropy_with_logits(logits, target, weight=weight.expand_as(logits), reduction="sum")
     success_loss = bce / (2 * weight.sum().clamp(min=1))
     losses = {"state": state_loss, "success": success_loss}
+    if model.cfg.value_head:  # the discounted outcome, on real and predicted states of episodes with one
+        known = mask * batch["labelled"]
+        values = torch.stack(
+            [model.value_logits(batch["next_states"], tasks), model.value_logits(pred.detach(), tasks)]
+        )
+        bce = F.binary_cross_entropy_with_logits(
+            values, batch["value"].expand_as(values), weight=known.expand_as(values), reduction="sum"
+        )
+        losses["value"] = bce / (2 * known.sum().clamp(min=1))
     if model.cfg.reward_head:
         values = torch.stack(
             [model.reward_values(batch["next_states"], tasks), model.reward_values(pred.detach(), tasks)]
@@ -402,7 +411,8 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
             action_dim=len(episodes.read(train_ids[0], "actions")[0]), action_chunk=chunk, prompts=prompts,
             ensemble_size=job.model.ensemble_size, hidden=job.model.hidden, layers=job.model.layers,
             latent_shape=list(dynamics.noise_shape()[1:]), latent_components=job.model.latent_components,
-            latent_encoder=job.model.latent_encoder,
+            latent_encoder=job.model.latent_encoder, codec_width=job.model.codec_width,
+            value_head=job.model.value_head, value_discount=job.model.value_discount,
         )  # fmt: skip
         model = StateModel(cfg)
     if job.model.latent_components:
@@ -419,7 +429,7 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
     if latents is not None:
         features = {i: model.latent_coefficients(v).numpy() for i, v in latents.items()}
     windows = dict(chunk=chunk, horizon=horizon, state_type=job.data.state_type, features=features,
-                   success_labels=job.train.success_labels)  # fmt: skip
+                   success_labels=job.train.success_labels, value_discount=job.model.value_discount)  # fmt: skip
     data = StateWindows(episodes, train_ids, **windows)
     held = StateWindows(episodes, held_ids, **windows) if held_ids else None
     focus = data.windows_from(job.train.focus_sources)
@@ -432,7 +442,8 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
             state_dim=data.states.shape[1], action_dim=data.actions.shape[1], action_chunk=chunk, prompts=prompts,
             ensemble_size=job.model.ensemble_size, hidden=job.model.hidden, layers=job.model.layers,
             latent_shape=list(dynamics.noise_shape()[1:]) if dynamics else [], render_hidden=job.render.hidden,
-            reward_head=job.model.reward_head,
+            reward_head=job.model.reward_head, value_head=job.model.value_head,
+            value_discount=job.model.value_discount,
         )  # fmt: skip
         model = StateModel(cfg)
     if not job.init_model_dir:
@@ -471,7 +482,7 @@ def train_state_model(job: StateModelJob, log=print) -> Path:
         if job.train.parts == "reward_head":
             loss = losses["reward"]
         else:
-            loss = losses["state"] + job.train.success_weight * losses["success"]
+            loss = losses["state"] + job.train.success_weight * losses["success"] + losses.get("value", 0.0)
             if "reward" in losses:
                 loss = loss + job.train.reward_weight * losses["reward"]
         opt.zero_grad(set_to_none=True)
@@ -514,7 +525,7 @@ def train_learned(
 
     chunk, horizon = job.model.action_chunk, job.train.horizon
     windows = dict(chunk=chunk, horizon=horizon, state_type=job.data.state_type,
-                   success_labels=job.train.success_labels)  # fmt: skip
+                   success_labels=job.train.success_labels, value_discount=job.model.value_discount)  # fmt: skip
     flat = {i: latents[i].reshape(len(latents[i]), -1).numpy() for i in train_ids}
     device = training_device(job.train.device)
     train_learned_codec(model, job, StateWindows(episodes, train_ids, features=flat, **windows), device, log)

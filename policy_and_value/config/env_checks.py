@@ -158,17 +158,17 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
     if env.reward_model_ckpt is not None and not os.path.isfile(env.reward_model_ckpt):
         raise config_error(f"{prefix}.reward_model_ckpt", env.reward_model_ckpt, "no such file")
     _check_state_model(env, prefix)
-    if env.reward_uncertainty_penalty and env.reward_mode != "state_reward":
+    if env.reward_uncertainty_penalty and env.reward_mode not in ("state_reward", "value"):
         raise config_error(
             f"{prefix}.reward_uncertainty_penalty", env.reward_uncertainty_penalty,
-            f"is used only with {prefix}.reward_mode=state_reward (the state model's reward heads)",
+            f"is used only with {prefix}.reward_mode=state_reward or value (the state model's reward or value heads)",
         )  # fmt: skip
     if env.success_uncertainty_penalty and env.outcome_source != "state":
         raise config_error(
             f"{prefix}.success_uncertainty_penalty", env.success_uncertainty_penalty,
             f"is used only with {prefix}.outcome_source=state (the state model's success heads)",
         )  # fmt: skip
-    if env.reward_mode == "state_reward" and env.chunk_reward:
+    if env.reward_mode in ("state_reward", "value") and env.chunk_reward:
         raise config_error(
             f"{prefix}.reward_mode", env.reward_mode, f"is used only with {prefix}.chunk_reward=false"
         )
@@ -196,7 +196,11 @@ def _check_state_model(env: EnvConfig, prefix: str) -> None:
                 ("frames_from", env.frames_from, "dynamics"),
                 ("uncertainty_penalty", env.uncertainty_penalty, 0.0),
                 ("uncertainty_halt", env.uncertainty_halt, None),
-                ("reward_mode", env.reward_mode if env.reward_mode == "state_reward" else None, None),
+                (
+                    "reward_mode",
+                    env.reward_mode if env.reward_mode in ("state_reward", "value") else None,
+                    None,
+                ),
             )
             if value != off
         ]
@@ -224,6 +228,11 @@ def _check_state_model(env: EnvConfig, prefix: str) -> None:
             f"{prefix}.reward_mode", env.reward_mode,
             f"{env.state_model_config} has no reward head (add one: world_models.train_state_model "
             "init_model_dir=... train.parts=reward_head)",
+        )  # fmt: skip
+    if env.reward_mode == "value" and not saved.get("value_head"):
+        raise config_error(
+            f"{prefix}.reward_mode", env.reward_mode,
+            f"{env.state_model_config} has no value head (train one with model.value_head=true)",
         )  # fmt: skip
     if chunk != env.num_action_chunks:
         raise config_error(

@@ -127,8 +127,12 @@ class WorldModelEnvConfig(CameraEnvConfig):
     chunk_reward: bool = True  # reward of the chunk = the last predicted frame's score
     # when chunk_reward is false; success: reward_coef at the first frame reaching success_threshold, else 0;
     # state_reward: reward_coef x the state model's reward head on the state after each action (needs a
-    # state_model_config trained with model.reward_head)
-    reward_mode: Literal["per_frame", "relative", "v1", "v2", "success", "state_reward"] = "per_frame"
+    # state_model_config trained with model.reward_head); value: success's reward plus, on each chunk's last action,
+    # the change over the chunk of the state model's value head (a potential learned from the episodes' outcomes,
+    # model.value_head: a dense reward from what a robot records)
+    reward_mode: Literal["per_frame", "relative", "v1", "v2", "success", "state_reward", "value"] = (
+        "per_frame"
+    )
     reward_coef: float = 1.0
     success_threshold: float = Field(0.9, gt=0.0, le=1.0)  # progress that counts as success (terminates)
     # state model directory (python -m world_models.train_state_model): its ensemble predicts the state the
@@ -146,7 +150,8 @@ class WorldModelEnvConfig(CameraEnvConfig):
     uncertainty_penalty: float = Field(0.0, ge=0.0)
     uncertainty_halt: float | None = Field(None, gt=0.0)
     # with reward_mode state_reward: each reward is the members' mean reward head less this x their std (a
-    # pessimistic reward where the heads disagree, against the policy exploiting one head's errors)
+    # pessimistic reward where the heads disagree, against the policy exploiting one head's errors); with value, the
+    # same of the value heads
     reward_uncertainty_penalty: float = Field(0.0, ge=0.0)
     # with outcome_source state: each imagined success score is the members' mean success probability less this x
     # their std (a pessimistic success where the heads disagree; an observation model's only reward)

@@ -1,0 +1,100 @@
+"""The state model's value head (``model.value_head``): the episode's outcome discounted to its end, learned from
+outcomes alone, and ``reward_mode: value``, the dense imagined reward it makes (its change over each chunk)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from policy_and_value.config import load_config
+from tests.world_models.conftest import PROMPTS, tiny_dynamics
+from tests.world_models.test_env import _actions
+from tests.world_models.test_observation_model import OBSERVATION, _observation_env
+from tests.world_models.test_state_model import SMALL, rule_episodes  # noqa: F401 - the fixture
+from toolkits.base.errors import ConfigError
+from toolkits.episodes import EpisodeDataset
+from world_models.state_data import StateWindows
+from world_models.state_model import StateModel, StateModelConfig
+from world_models.train_state_model import main
+
+
+def test_the_value_is_the_outcome_discounted_to_the_episode_end(rule_episodes):  # noqa: F811
+    data = EpisodeDataset(rule_episodes)
+    windows = StateWindows(data, list(range(len(data))), 4, 2, "proprio", success_labels="episode_end",
+                           value_discount=0.5)  # fmt: skip
+    ends = windows.success.nonzero().flatten()  # the successful episodes' last actions
+    assert torch.all(windows.values[ends] == 1.0)
+    assert torch.all(windows.values[ends - 1] == 0.5) and torch.all(windows.values[ends - 2] == 0.25)
+    failed = [i for i, e in enumerate(data.entries) if not e["success_once"]]
+    assert failed  # a failed episode's values are all 0
+    first = StateWindows(data, failed[:1], 4, 2, "proprio", success_labels="episode_end")
+    assert float(first.values.abs().sum()) == 0.0
+
+
+@pytest.mark.parametrize("encoder", ["pca", "learned"])
+def test_both_designs_train_a_value_head_from_the_cli(rule_episodes, tmp_path, encoder):  # noqa: F811
+    dyn = tiny_dynamics().save_pretrained(tmp_path / "dyn")
+    args = [f"data.path={rule_episodes}", f"output_dir={tmp_path / 'om'}", "data.holdout_fraction=0.25",
+            f"render.dynamics_model_dir={dyn}", "train.steps=2", *SMALL, *OBSERVATION, "model.value_head=true",
+            f"model.latent_encoder={encoder}"]  # fmt: skip
+    assert main(args) == 0
+    model = StateModel.from_pretrained(tmp_path / "om" / "model")
+    assert model.cfg.value_head
+    states = torch.zeros(3, 2, 7)
+    assert model.value_logits(states, model.task_one_hot(sorted(PROMPTS.values())[:1] * 2)).shape == (3, 2)
+
+
+@pytest.fixture(scope="module")
+def value_model_dir(tmp_path_factory) -> str:
+    torch.manual_seed(0)
+    shape = list(tiny_dynamics().noise_shape()[1:])
+    cfg = StateModelConfig(
+        state_dim=7, action_dim=4, action_chunk=4, prompts=sorted(PROMPTS.values()), ensemble_size=3, hidden=16,
+        layers=2, latent_shape=shape, latent_components=3, value_head=True,
+    )  # fmt: skip
+    model = StateModel(cfg)
+    model.fit_latent_basis(torch.randn(40, *shape))
+    return str(model.save_pretrained(tmp_path_factory.mktemp("value_model") / "model"))
+
+
+def test_reward_mode_value_pays_the_pessimistic_values_change_over_each_chunk(
+    episodes, model_dirs, value_model_dir
+):
+    keys = dict(
+        reward_mode="value", chunk_reward=False, success_threshold=1.0, reward_uncertainty_penalty=0.5
+    )
+    env = _observation_env(episodes, model_dirs, value_model_dir, **keys)
+    env.reset()
+
+    def potential() -> torch.Tensor:
+        members = torch.from_numpy(env._members)
+        values = torch.sigmoid(env.state_model.value_logits(members, env._tasks_one_hot))
+        return values.mean(0) - 0.5 * values.std(0, correction=0)
+
+    before = potential()
+    assert torch.allclose(torch.from_numpy(env._potential), before, atol=1e-6)
+    _, rewards, _, _, _ = env.chunk_step(_actions(2))
+    after = potential()
+    assert torch.allclose(rewards[:, -1], after - before, atol=1e-5)  # no success: threshold 1
+    assert torch.all(rewards[:, :-1] == 0) and not torch.allclose(after, before)
+
+
+def test_reward_mode_value_needs_a_value_head(episodes, model_dirs, tmp_path):
+    dyn, _ = model_dirs
+    shape = list(tiny_dynamics().noise_shape()[1:])
+    plain = StateModel(
+        StateModelConfig(
+            state_dim=7,
+            action_dim=4,
+            action_chunk=4,
+            prompts=sorted(PROMPTS.values()),
+            latent_shape=shape,
+            latent_components=3,
+        )  # fmt: skip
+    ).save_pretrained(tmp_path / "plain")
+    keys = [f"env.train.{k}" for k in ("env_type=world_model", f"dynamics_model_config={dyn}",
+            f"dynamics_model_image_root={episodes}", "reward_model_config=null", "outcome_source=state",
+            "frames_from=state_residual", "chunk_reward=false", "state_type=proprio", "reward_mode=value",
+            f"state_model_config={plain}")]  # fmt: skip
+    with pytest.raises(ConfigError, match=r"env.train.reward_mode='value': .* has no value head"):
+        load_config("ppo_cnn_metaworld", keys)
