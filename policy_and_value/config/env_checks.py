@@ -172,12 +172,6 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
         raise config_error(
             f"{prefix}.reward_mode", env.reward_mode, f"is used only with {prefix}.chunk_reward=false"
         )
-    if env.visualize_wm_pred and not env.chunk_reward:
-        raise config_error(
-            f"{prefix}.visualize_wm_pred",
-            True,
-            f"requires {prefix}.chunk_reward=true (prediction videos are made with chunk rewards)",
-        )
 
 
 def saved_state_model_config(model_dir: str) -> dict:

@@ -168,10 +168,6 @@ def test_config_checks_name_the_key(episodes, model_dirs):
     dyn, reward = model_dirs
     keys = [f"env.train.{k}" for k in ("env_type=world_model", f"dynamics_model_config={dyn}",
             f"dynamics_model_image_root={episodes}", f"reward_model_config={reward}")]  # fmt: skip
-    with pytest.raises(ConfigError, match=r"env.train.visualize_wm_pred=True.*chunk_reward=true"):
-        load_config(
-            "ppo_cnn_metaworld", [*keys, "env.train.visualize_wm_pred=true", "env.train.chunk_reward=false"]
-        )
     with pytest.raises(ConfigError, match=r"env.train.dynamics_model_image_root=.*no index.json"):
         load_config("ppo_cnn_metaworld", [*keys, f"env.train.dynamics_model_image_root={dyn}"])
     with pytest.raises(

@@ -5,6 +5,7 @@ the job check that lets it, and no state model of simulator state, into an obser
 
 from __future__ import annotations
 
+import imageio
 import pytest
 import torch
 
@@ -116,6 +117,19 @@ def test_the_env_imagines_from_the_start_frame_and_shows_proprio_and_decoded_fra
     assert torch.allclose(
         info["scores"][:, -1], env.state_model.success_prob(path[:, :, -1], env._tasks_one_hot)
     )
+
+
+def test_prediction_videos_show_an_observation_models_decoded_frames_and_success_score(
+    episodes, model_dirs, observation_model_dir, tmp_path
+):
+    out = tmp_path / "wm_pred"
+    env = _observation_env(episodes, model_dirs, observation_model_dir, visualize_wm_pred=True, chunk_reward=False,
+                           reward_mode="success", dynamics_model_output_path=str(out))  # fmt: skip
+    env.reset()
+    for _ in range(3):  # 12 steps: the episodes end and their videos are written
+        env.chunk_step(_actions(2))
+    videos = sorted(out.glob("*.mp4"))
+    assert len(videos) == 2 and all(len(imageio.mimread(v)) == 1 + 3 * 4 for v in videos)
 
 
 def test_an_observation_model_must_draw_and_score_the_frames(episodes, model_dirs, observation_model_dir):
