@@ -78,11 +78,11 @@ def test_its_losses_fall_when_it_trains_on_one_batch(rule_episodes):  # noqa: F8
 
 
 def test_a_learned_code_model_trains_from_the_cli_and_imagines_in_the_env(
-    rule_episodes,
+    rule_episodes,  # noqa: F811
     tmp_path,
     capsys,
     episodes,
-    model_dirs,  # noqa: F811
+    model_dirs,
 ):
     dyn = tiny_dynamics().save_pretrained(tmp_path / "dyn")
     args = [f"data.path={rule_episodes}", f"output_dir={tmp_path / 'om'}", "data.holdout_fraction=0.25",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, PositiveInt
 
@@ -49,6 +50,10 @@ class Args(GaugeArgs):
     components: PositiveInt = Field(
         64, description="principal components of the frames' latents in the state"
     )
+    encoder: Literal["pca", "learned"] = Field(
+        "pca", description="the latent numbers: principal components (design A) or a learned code (design B)"
+    )
+    value_head: bool = Field(False, description="also learn the discounted chance of success (reward_mode value)")
     steps: PositiveInt = Field(1500, description="training steps")
     starts: PositiveInt = Field(16, description="start frames a task on the training layouts (imagination's)")
     tasks: list[str] = Field(
@@ -76,7 +81,8 @@ def run(args: Args) -> Stages:
     s.tool("observation model", STATE_MODEL, [f"data.path={out}/data", f"output_dir={out}/model",
            "setting=observation_only", "data.state_type=proprio", "model.reward_head=false",
            "train.success_labels=episode_end", f"model.latent_components={args.components}",
-           f"render.dynamics_model_dir={VAE}", f"render.latent_cache={out}/latent_cache", f"train.steps={args.steps}"])  # fmt: skip
+           f"render.dynamics_model_dir={VAE}", f"render.latent_cache={out}/latent_cache", f"train.steps={args.steps}",
+           f"model.latent_encoder={args.encoder}", f"model.value_head={str(args.value_head).lower()}"])  # fmt: skip
     s.tool("start frames", COLLECT, ["--tasks", *args.tasks, "--episodes-per-task", str(args.starts), "--max-episode-steps",
            "4", "--cameras", *CAMERAS, "--seed", "11", "--num-envs", "12", "--layout-seed", "0", "--out", f"{out}/starts"])  # fmt: skip
     gauge_starts(s, args, f"{out}/gauge_starts", args.tasks)
