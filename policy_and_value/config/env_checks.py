@@ -99,6 +99,8 @@ def _check_env(env: EnvConfig, prefix: str, ranks: dict[str, int], stages: int) 
         _check_maniskill_env(env, prefix)
     if env.env_type == "world_model":
         _check_world_model_env(env, prefix)
+    if getattr(env, "learned_reward", None) is not None:
+        _check_learned_reward(env, prefix)
     if env.task_weights is not None:
         _check_task_weights(env, prefix)
     if env.num_envs % ranks["env"]:
@@ -172,6 +174,25 @@ def _check_world_model_env(env: EnvConfig, prefix: str) -> None:
         raise config_error(
             f"{prefix}.reward_mode", env.reward_mode, f"is used only with {prefix}.chunk_reward=false"
         )
+
+
+def _check_learned_reward(env: EnvConfig, prefix: str) -> None:
+    """``learned_reward``: a simulator's env, an observation model with a value head and its VAE."""
+    key, learned = f"{prefix}.learned_reward", env.learned_reward
+    if env.env_type == "world_model":
+        raise config_error(
+            key, learned.model, "is for a simulator's env; a world-model env pays its own value (reward_mode: value)"
+        )
+    for name, path in (("model", learned.model), ("vae", learned.vae)):
+        if not os.path.isfile(os.path.join(path, "config.json")):
+            raise config_error(f"{key}.{name}", path, "no config.json in this directory" + build_hint(path))
+    saved = saved_state_model_config(learned.model)
+    if not saved.get("value_head") or not saved.get("latent_components"):
+        raise config_error(
+            f"{key}.model", learned.model,
+            "needs an observation model with a value head (world_models.train_state_model "
+            "model.latent_components=N model.value_head=true)",
+        )  # fmt: skip
 
 
 def saved_state_model_config(model_dir: str) -> dict:

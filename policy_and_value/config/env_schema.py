@@ -65,6 +65,17 @@ class GymEnvConfig(EnvConfig):
     env_type: Literal["gym"] = "gym"
 
 
+class LearnedRewardConfig(Strict):
+    """A dense reward from what the cameras and the proprioception show, as a robot can have one: each chunk's last
+    reward gains ``coef`` x the change over the chunk of an observation model's value head (its members' mean less
+    ``uncertainty_penalty`` x their std) on the observed frames, encoded by the VAE of ``vae``."""
+
+    model: str  # an observation model directory with a value head (world_models.train_state_model model.value_head)
+    vae: str = "assets/world_models/tiny_3tasks"  # the dynamics model whose VAE the observation model was trained on
+    coef: float = Field(1.0, gt=0.0)
+    uncertainty_penalty: float = Field(0.0, ge=0.0)
+
+
 class CameraEnvConfig(EnvConfig):
     """What the policy of a camera env sees: its views, their size, and the state vector beside them."""
 
@@ -72,6 +83,8 @@ class CameraEnvConfig(EnvConfig):
     image_size: int = Field(64, ge=8, le=1024)
     use_images: bool = True
     state_type: Literal["full", "proprio"] = "full"  # metaworld: 39-dim obs or hand xyz + gripper
+    # a simulator's training env only: the value of an observation model added to its reward (None: its own reward)
+    learned_reward: LearnedRewardConfig | None = None
 
 
 class MetaWorldEnvConfig(CameraEnvConfig):

@@ -107,8 +107,10 @@ class EnvWorker(Worker):
         super().__init__(rank, world_size, num_cpus, cfg.runner.seed)
         import world_models.env  # noqa: F401 - registers env_type world_model with the env registry
         from policy_and_value.envs.registry import make_env
+        from world_models.learned_reward import with_learned_reward
 
         self._make_env = make_env
+        self._with_learned_reward = with_learned_reward
         self.cfg = cfg
         self.log_dir = log_dir
         self.stage_num = cfg.rollout.pipeline_stage_num
@@ -128,15 +130,15 @@ class EnvWorker(Worker):
     def _make_train_env(self, train: EnvConfig, n: int, seed: int, rank: int, world_size: int) -> BatchedEnv:
         """The env of one pipeline stage: ``n`` envs, or a ``MixedEnv`` of the groups' shares."""
         if not train.groups:
-            return self._make_env(train, n, seed=seed, rank=rank)
+            return self._with_learned_reward(self._make_env(train, n, seed=seed, rank=rank), train)
         from policy_and_value.config.env_checks import env_groups
         from policy_and_value.envs.mixed import MixedEnv
 
         parts = [
-            (name, self._make_env(
+            (name, self._with_learned_reward(self._make_env(
                 _with_output_paths(group, self.log_dir, f"train/{name}"),
                 group.num_envs // world_size // self.stage_num, seed=seed + 7 * g, rank=rank,
-            ))
+            ), group))
             for g, (name, group) in enumerate(env_groups(train))
         ]  # fmt: skip
         return MixedEnv(parts)

@@ -7,12 +7,15 @@ import pytest
 import torch
 
 from policy_and_value.config import load_config
+from policy_and_value.config.env_schema import LearnedRewardConfig
+from policy_and_value.envs.base import BatchedEnv
 from tests.world_models.conftest import PROMPTS, tiny_dynamics
 from tests.world_models.test_env import _actions
 from tests.world_models.test_observation_model import OBSERVATION, _observation_env
 from tests.world_models.test_state_model import SMALL, rule_episodes  # noqa: F401 - the fixture
 from toolkits.base.errors import ConfigError
 from toolkits.episodes import EpisodeDataset
+from world_models.learned_reward import LearnedRewardEnv
 from world_models.state_data import StateWindows
 from world_models.state_model import StateModel, StateModelConfig
 from world_models.train_state_model import main
@@ -98,3 +101,80 @@ def test_reward_mode_value_needs_a_value_head(episodes, model_dirs, tmp_path):
             f"state_model_config={plain}")]  # fmt: skip
     with pytest.raises(ConfigError, match=r"env.train.reward_mode='value': .* has no value head"):
         load_config("ppo_cnn_metaworld", keys)
+
+
+class _Frames(BatchedEnv):
+    """Two envs of random frames and proprioception, reward 1 on each chunk's last action, never done."""
+
+    def __init__(self):
+        self.num_envs, self.chunk, self.action_dim, self.tasks = 2, 4, 4, sorted(PROMPTS.values())
+        self._gen = torch.Generator().manual_seed(0)
+
+    def _obs(self) -> dict:
+        return {"images": torch.randint(0, 255, (2, 2, 32, 32, 3), generator=self._gen, dtype=torch.uint8),
+                "state": torch.randn(2, 4, generator=self._gen), "prompt": self.tasks,
+                "task_id": torch.arange(2)}  # fmt: skip
+
+    def reset(self, env_ids=None, reset_state_ids=None):
+        self.last = self._obs()
+        return self.last, {}
+
+    def chunk_step(self, actions):
+        self.last = self._obs()
+        rewards = torch.zeros(2, 4)
+        rewards[:, -1] = 1.0
+        return self.last, rewards, torch.zeros(2, dtype=torch.bool), torch.zeros(2, dtype=torch.bool), {}
+
+
+def test_a_learned_reward_adds_the_value_change_read_off_the_frames(value_model_dir, model_dirs):
+    env = LearnedRewardEnv(_Frames(), LearnedRewardConfig(model=value_model_dir, vae=model_dirs[0],
+                                                          uncertainty_penalty=0.5))  # fmt: skip
+    obs, _ = env.reset()
+    first = env.values(obs)
+    _, rewards, _, _, _ = env.chunk_step(torch.zeros(2, 4, 4))
+    then = env.values(env.env.last)
+    assert torch.allclose(rewards[:, -1], 1.0 + then - first, atol=1e-5) and torch.all(rewards[:, :-1] == 0)
+    assert (
+        not torch.allclose(then, first) and env.num_envs == 2
+    )  # the frames moved the value; the rest is env's
+    # the value is the members' mean less 0.5 x their std, as in reward_mode value
+    latents = env.vae.encode(obs["images"][:, None])[:, 0]
+    states = env.model.observe(obs["state"], latents)[None].expand(3, -1, -1)
+    probs = torch.sigmoid(env.model.value_logits(states, env.model.task_one_hot(obs["prompt"])))
+    assert torch.allclose(first, probs.mean(0) - 0.5 * probs.std(0, correction=0), atol=1e-5)
+    assert env.get_state()["learned_reward_potential"].shape == (2,)
+
+
+def test_a_learned_reward_needs_an_observation_model_with_a_value_head_on_a_simulator(
+    episodes, model_dirs, value_model_dir, tmp_path
+):
+    dyn, _ = model_dirs
+    shape = list(tiny_dynamics().noise_shape()[1:])
+    plain = StateModel(
+        StateModelConfig(
+            state_dim=7,
+            action_dim=4,
+            action_chunk=4,
+            prompts=sorted(PROMPTS.values()),
+            latent_shape=shape,
+            latent_components=3,
+        )  # fmt: skip
+    ).save_pretrained(tmp_path / "plain")
+    ok = load_config(
+        "ppo_cnn_metaworld", [f"env.train.learned_reward={{model: {value_model_dir}, vae: {dyn}}}"]
+    )
+    assert ok.env.train.learned_reward.coef == 1.0
+    with pytest.raises(
+        ConfigError, match=r"env.train.learned_reward.model=.* needs an observation model with a value"
+    ):
+        load_config("ppo_cnn_metaworld", [f"env.train.learned_reward={{model: {plain}, vae: {dyn}}}"])
+    with pytest.raises(ConfigError, match=r"env.train.learned_reward.vae='/nowhere': no config.json"):
+        load_config(
+            "ppo_cnn_metaworld", [f"env.train.learned_reward={{model: {value_model_dir}, vae: /nowhere}}"]
+        )
+    keys = [f"env.train.{k}" for k in ("env_type=world_model", f"dynamics_model_config={dyn}",
+            f"dynamics_model_image_root={episodes}", f"reward_model_config={model_dirs[1]}")]  # fmt: skip
+    with pytest.raises(ConfigError, match=r"env.train.learned_reward=.* is for a simulator's env"):
+        load_config(
+            "ppo_cnn_metaworld", [*keys, f"env.train.learned_reward={{model: {value_model_dir}, vae: {dyn}}}"]
+        )
