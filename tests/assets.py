@@ -18,14 +18,14 @@ def assert_matches_sha256sums(root: Path) -> int:
 
 
 def shipped_policy_actor(*overrides: str):
-    """A single-rank actor worker of ``rl_release`` (with ``overrides``) on the shipped imitation policy:
+    """A single-rank actor worker of ``rl_release_video`` (with ``overrides``) on the shipped imitation policy:
     2 views of 64x64, the full 39-dim state, chunks of 4 actions of the quickstart's three tasks."""
     from policy_and_value.config import load_config
     from policy_and_value.envs.base import EnvSpec
     from policy_and_value.workers.actor_worker import ActorWorker
 
     cfg = load_config(
-        "rl_release", [f"rollout.model_dir={REPO / 'assets' / 'quickstart' / 'policy'}", *overrides]
+        "rl_release_video", [f"rollout.model_dir={REPO / 'assets' / 'quickstart' / 'policy'}", *overrides]
     )
     spec = EnvSpec(
         action_dim=4, num_action_chunks=4, state_dim=39, image_shape=(2, 64, 64), tasks=QUICKSTART_TASKS

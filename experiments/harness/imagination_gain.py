@@ -1,6 +1,6 @@
 """What world-model RL adds over imitation, measured in the real simulator.
 
-    .venv/bin/python -m experiments.harness.imagination_gain [--config rl_release] [--seeds 0 1 2] [--steps 30] \\
+    .venv/bin/python -m experiments.harness.imagination_gain [--config rl_release_video] [--seeds 0 1 2] [--steps 30] \\
         [--eval-episodes 50] [--no-real-ppo] [--controls withhold shuffle recorded] [--out logs/imagination_gain] \\
         [--arm-name "world model"] [--curve-every N] [key=value ...]
 
@@ -187,7 +187,7 @@ def train(cfg) -> tuple[list[tuple[int, str]], float, dict[int, int]]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--config", default="rl_release")
+    p.add_argument("--config", default="rl_release_video")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=30, help="training steps of each RL job")
     p.add_argument("--eval-episodes", type=int, default=50, help="per task")

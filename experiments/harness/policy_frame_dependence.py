@@ -1,7 +1,7 @@
 """How much does the policy act on what its frames show? Success in Meta-World with the frames it sees
 replaced: why imagination's frames, not only its states, decide a closed-loop rollout.
 
-    MUJOCO_GL=egl .venv/bin/python -m experiments.harness.policy_frame_dependence --config rl_release \\
+    MUJOCO_GL=egl .venv/bin/python -m experiments.harness.policy_frame_dependence --config rl_release_video \\
         --starts data/gauge_starts [--starts-per-task 9] [--samples 4] [OVERRIDES] \\
         [--modes real frozen black vae rendered imagined_states]
 
@@ -66,7 +66,7 @@ def main() -> None:
     from experiments.harness.wm_outcome_gauge import assign_starts, load_starts
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--config", default="rl_release")
+    p.add_argument("--config", default="rl_release_video")
     p.add_argument("--starts", required=True)
     p.add_argument("--starts-per-task", type=int, default=9)
     p.add_argument("--samples", type=int, default=4)

@@ -1,6 +1,6 @@
 """Does imagination predict the real outcome of the policy's own rollouts? The gauge of world-model RL.
 
-    MUJOCO_GL=egl .venv/bin/python -m experiments.harness.wm_outcome_gauge --config rl_release --starts data/gauge_starts \\
+    MUJOCO_GL=egl .venv/bin/python -m experiments.harness.wm_outcome_gauge --config rl_release_video --starts data/gauge_starts \\
         [--starts-per-task 9] [--samples 4] [--episode-steps 150] [--seed 0] [key=value ...]
 
 From each start (frame 0 of a recorded episode in ``--starts``, e.g. ``toolkits.collect_episodes`` of the
@@ -265,7 +265,7 @@ def play_round(
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--config", default="rl_release", help="a job whose env.train is a world-model env")
+    p.add_argument("--config", default="rl_release_video", help="a job whose env.train is a world-model env")
     p.add_argument(
         "--starts", required=True, help="recorded episodes of the tasks: frame 0 and layout of each"
     )

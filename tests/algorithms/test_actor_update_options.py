@@ -20,7 +20,7 @@ ENVS = 16
 
 
 def make_actor(*overrides: str) -> ActorWorker:
-    """A PPO actor on the shipped imitation policy (rl_release), 16 samples per step in minibatches of 4."""
+    """A PPO actor on the shipped imitation policy (rl_release_video), 16 samples per step in minibatches of 4."""
     return shipped_policy_actor(
         "cluster=shared", "algorithm.train_mode=RL", "algorithm.critic_warmup_steps=0", "algorithm.update_epoch=4",
         f"algorithm.num_group_envs={ENVS}", "algorithm.n_chunk_steps=1", "algorithm.rollout_epoch=1",

@@ -22,7 +22,7 @@ CAMERAS = ["corner", "gripperPOV"]
 
 
 def make_actor(coef: float) -> ActorWorker:
-    """An IL actor on the shipped imitation policy (rl_release), with the anchor at weight ``coef``."""
+    """An IL actor on the shipped imitation policy (rl_release_video), with the anchor at weight ``coef``."""
     return shipped_policy_actor(
         "algorithm.train_mode=IL", "algorithm.advantage_dropout=0", f"algorithm.offline_data_coef={coef}",
         f"algorithm.offline_data_path={RESET_EPISODES}", "actor.optim.lr=3e-4",

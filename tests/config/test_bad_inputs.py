@@ -47,7 +47,7 @@ BAD = [
         ["env.train.env_type=world_model", "env.train.dynamics_model_config=/no/such/model"],
         ["env.train.dynamics_model_config=", "/no/such/model", "no config.json"],
     ),
-    ("rl_release", ["env.train.reset_mode=middle"], ["env.train.reset_mode", "keyframe"]),
+    ("rl_release_video", ["env.train.reset_mode=middle"], ["env.train.reset_mode", "keyframe"]),
     (  # the env schema is one model per env_type: another simulator's key names the types that have it
         "ppo_cnn_metaworld",
         ["env.train.reset_mode=keyframe"],
@@ -206,27 +206,27 @@ BAD = [
     ("ppo_pi0_metaworld", ["model.pi0.preset=huge"], ["model.pi0.preset='huge'", "tiny"]),
     ("ppo_pi0_metaworld", ["model.pi0.num_steps=0"], ["model.pi0.num_steps=0", "must be >= 1"]),
     # nested pi0 keys by their full path, with the numbers involved
-    ("rl_release", ["model.pi0.chunk_size=2"], ["model.pi0.chunk_size=2", "num_action_chunks=4"]),
-    ("rl_release", ["model.pi0.noise_method=flow_xyz"], ["model.pi0.noise_method='flow_xyz'", "flow_ode"]),
+    ("rl_release_video", ["model.pi0.chunk_size=2"], ["model.pi0.chunk_size=2", "num_action_chunks=4"]),
+    ("rl_release_video", ["model.pi0.noise_method=flow_xyz"], ["model.pi0.noise_method='flow_xyz'", "flow_ode"]),
     # sizes that must agree between config, envs and the saved policy, before Ray starts
-    ("rl_release", ["model.action_dim=7"], ["model.action_dim=7", "env.train (world_model) gives 4 actions"]),
+    ("rl_release_video", ["model.action_dim=7"], ["model.action_dim=7", "env.train (world_model) gives 4 actions"]),
     (
-        "rl_release",
+        "rl_release_video",
         ["env.train.state_type=proprio"],
         ["env.eval.state_type='full'", "39-dim", "proprio a 4-dim"],
     ),
     (
-        "rl_release",
+        "rl_release_video",
         ["env.train.state_type=proprio", "env.eval.state_type=proprio"],
         ["rollout.model_dir=", "trained with state_dim=39", "gives 4"],
     ),  # fmt: skip
     # a placement override is the whole placement (Hydra would merge it into the config's)
     (
-        "rl_release",
+        "rl_release_video",
         ["cluster.component_placement={}"],
         ["cluster.component_placement={}", "no placement for env"],
     ),
-    ("rl_release", ["cluster.component_placement={env: 0}"], ["no placement for rollout, actor"]),
+    ("rl_release_video", ["cluster.component_placement={env: 0}"], ["no placement for rollout, actor"]),
     ("ppo_pi0_metaworld", ["rollout.model_dir=/tmp"], ["rollout.model_dir='/tmp'", "config.json"]),
     ("ppo_cnn_metaworld", ["+model.pi0.preset=tiny"], ["model.pi0", "only used with model.policy_type pi0"]),
     ("ppo_mlp_cartpole", ["cluster.num_nodes=0"], ["cluster.num_nodes=0"]),
@@ -334,17 +334,17 @@ BAD = [
     ("ppo_pi0_metaworld", ["algorithm.train_mode=il"], ["algorithm.train_mode='il'", "RL or IL"]),
     ("ppo_pi0_metaworld", ["algorithm.offline_data_coef=-1"], ["algorithm.offline_data_coef=-1"]),
     (
-        "rl_release",
+        "rl_release_video",
         ["ablation.shuffle_advantages=true", "ablation.reverse_advantages=true"],
         ["ablation.reverse_advantages=True", "one advantage ablation at a time"],
     ),
     (
-        "rl_release",
+        "rl_release_video",
         ["algorithm.train_mode=IL", "algorithm.target_kl=0.05"],
         ["algorithm.target_kl=0.05", "RL"],
     ),
     (
-        "rl_release",
+        "rl_release_video",
         ["algorithm.train_mode=RL", "algorithm.imitation_min_advantage=0.5"],
         ["algorithm.imitation_min_advantage=0.5", "train_mode IL"],
     ),
@@ -364,16 +364,16 @@ BAD = [
         ["algorithm.imitation_replay_size=4000", "needs algorithm.imitation_min_advantage"],
     ),
     (
-        "rl_release",
+        "rl_release_video",
         ["algorithm.drop_uniform_groups=true"],
         ["algorithm.drop_uniform_groups=True", "needs adv_type grpo, not gae"],
     ),
     (
-        "rl_release",
+        "rl_release_video",
         ["algorithm.grpo_return=to_go"],
         ["algorithm.grpo_return='to_go'", "needs adv_type grpo, not gae"],
     ),
-    ("rl_release", ["env.train.reward_signal=success"], ["env.train.reward_signal='success'", "metaworld"]),
+    ("rl_release_video", ["env.train.reward_signal=success"], ["env.train.reward_signal='success'", "metaworld"]),
     (
         "rl_metaworld_outcome",
         ["env.train.reward_signal=sparse"],

@@ -128,13 +128,13 @@ def test_value_overrides_go_to_hydra_as_set_or_add_and_group_choices_as_written(
         "++a.b=1", "++c=2", "++d=3", "~e", "cluster=separate", "env@env.train=metaworld_3tasks", "+model=pi0_tiny",
     ]  # fmt: skip
     cfg = load_config(
-        "rl_release", ["env@env.train=metaworld_3tasks", "cluster=shared", "runner.max_steps=3"]
+        "rl_release_video", ["env@env.train=metaworld_3tasks", "cluster=shared", "runner.max_steps=3"]
     )
     assert cfg.env.train.env_type == "metaworld" and cfg.runner.max_steps == 3
 
 
 def test_placement_override_replaces_the_configs_placement():
-    cfg = load_config("rl_release", ["cluster.component_placement={env: 0, rollout: 0, actor: 0}"])
+    cfg = load_config("rl_release_video", ["cluster.component_placement={env: 0, rollout: 0, actor: 0}"])
     assert cfg.cluster.component_placement == {"env": 0, "rollout": 0, "actor": 0}
 
 

@@ -16,7 +16,7 @@ RESET_EPISODES = ROOT / "assets" / "quickstart" / "reset_episodes"  # 2 episodes
 
 def test_two_rows_a_start_and_a_column_a_shown_chunk(tmp_path, capsys):
     out = tmp_path / "plans.png"
-    argv = ["--config", "rl_release", "--starts", str(RESET_EPISODES), "--starts-per-task", "1", "--episode-steps",
+    argv = ["--config", "rl_release_video", "--starts", str(RESET_EPISODES), "--starts-per-task", "1", "--episode-steps",
             "12", "--every", "2", "--out", str(out)]  # fmt: skip
     assert plan_frames.main(argv) == 0
     picture = np.asarray(Image.open(out))

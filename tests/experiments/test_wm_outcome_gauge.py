@@ -53,7 +53,7 @@ def test_same_starts_and_first_chunk_in_both_worlds(gauge, monkeypatch, capsys):
         return arms
 
     monkeypatch.setattr(gauge, "play_round", recording)
-    argv = ["wm_outcome_gauge.py", "--config", "rl_release", "--starts", str(RESET_EPISODES), "--starts-per-task",
+    argv = ["wm_outcome_gauge.py", "--config", "rl_release_video", "--starts", str(RESET_EPISODES), "--starts-per-task",
             "2", "--samples", "2", "--starts-per-round", "1", "--episode-steps", "8"]  # fmt: skip
     monkeypatch.setattr(sys, "argv", argv)
     gauge.main()
@@ -88,7 +88,7 @@ def test_with_a_state_model_the_classifier_arm_and_the_filter_split_are_reported
         "render": {"dynamics_model_dir": str(ROOT / "assets" / "world_models" / "tiny_3tasks"), "steps": 1, "hidden": 16},
     })  # fmt: skip
     model = train_state_model(job, log=lambda *_: None)
-    argv = ["wm_outcome_gauge.py", "--config", "rl_release", "--starts", str(RESET_EPISODES), "--starts-per-task",
+    argv = ["wm_outcome_gauge.py", "--config", "rl_release_video", "--starts", str(RESET_EPISODES), "--starts-per-task",
             "1", "--samples", "2", "--episode-steps", "8", f"env.train.state_model_config={model}",
             "env.train.outcome_source=state", "env.train.frames_from=state", "env.train.success_threshold=0.5"]  # fmt: skip
     monkeypatch.setattr(sys, "argv", argv)

@@ -44,7 +44,7 @@ def _processes_under(path: str) -> list[str]:
 def test_worker_failing_at_start_is_one_line_and_leaves_no_ray_behind(tmp_path):
     """The env worker cannot make its env (an id gymnasium does not know): a failure only the worker can see,
     after Ray started. The job is the small CartPole one: the same start-up path, with workers that import
-    torch and gymnasium rather than pi0 and the world model (31 s against 51 s for rl_release's, quiet runs)."""
+    torch and gymnasium rather than pi0 and the world model (31 s against 51 s for rl_release_video's, quiet runs)."""
     # the job's own Ray temp dir (short: Ray's socket paths must fit in 107 characters), so that other
     # tests' Ray clusters running beside this one (pytest-xdist) are not mistaken for this job's
     with tempfile.TemporaryDirectory(prefix="rayfail", dir="/tmp") as ray_tmp:

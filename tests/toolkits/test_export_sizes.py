@@ -137,7 +137,7 @@ def test_sizes_no_env_of_the_job_can_tell_are_one_line(tmp_path, capsys):
     from toolkits.ckpt_convertor.export_policy import main
 
     overrides = ["env.train.dynamics_model_config=gone/model", "env.eval=null", "rollout.model_dir=null"]
-    step, _ = job_checkpoint(tmp_path, "rl_release", overrides, (39, 4, 4))
+    step, _ = job_checkpoint(tmp_path, "rl_release_video", overrides, (39, 4, 4))
     assert main(["--checkpoint", str(step), "--out", str(tmp_path / "policy")]) == 2
     assert capsys.readouterr().err == (
         f"error: {step / 'config.yaml'}: cannot tell the policy's state and action sizes: the job's envs are "

@@ -37,7 +37,7 @@ def test_frames_are_redrawn_from_the_states_and_the_rest_is_kept(state_model, tm
     from world_models.dynamics_model import DynamicsModel
 
     out = tmp_path / "rendered"
-    argv = ["render_episodes", "--config", "rl_release", "--data", str(RESET_EPISODES), "--out", str(out),
+    argv = ["render_episodes", "--config", "rl_release_video", "--data", str(RESET_EPISODES), "--out", str(out),
             f"env.train.state_model_config={state_model}", "env.train.frames_from=state_residual",
             "env.train.outcome_source=state", "env.train.reward_model_config=null"]  # fmt: skip
     monkeypatch.setattr(sys, "argv", argv)
@@ -59,7 +59,7 @@ def test_frames_are_redrawn_from_the_states_and_the_rest_is_kept(state_model, tm
         assert np.abs(first.astype(int) - b.images[0].astype(int)).max() <= 1
 
     with pytest.raises(FileExistsError, match="exists; choose a new directory"):
-        render_episodes.render_dataset(load_config("rl_release"), str(RESET_EPISODES), str(out))
+        render_episodes.render_dataset(load_config("rl_release_video"), str(RESET_EPISODES), str(out))
 
 
 def test_a_world_model_env_without_a_renderer_is_refused_before_any_work(tmp_path):
@@ -67,5 +67,5 @@ def test_a_world_model_env_without_a_renderer_is_refused_before_any_work(tmp_pat
     from world_models.render_episodes import render_dataset
 
     with pytest.raises(SystemExit, match="frames_from state or state_residual"):
-        render_dataset(load_config("rl_release"), str(RESET_EPISODES), str(tmp_path / "out"))
+        render_dataset(load_config("rl_release_video"), str(RESET_EPISODES), str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
