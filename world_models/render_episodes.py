@@ -1,4 +1,5 @@
-"""An episode dataset's frames redrawn as imagination draws them: the state model's renderer on every recorded state.
+"""An episode dataset's frames redrawn as imagination draws them: the state model's renderer on every recorded state
+(an observation model's: its decoding of each recorded frame's encoding and proprioception).
 
     .venv/bin/python -m world_models.render_episodes --config rl_metaworld_dense_wm_critic_20demo \\
         --data data/outcome_start20/demos --out data/outcome_start20/demos_rendered [key=value ...]
@@ -36,7 +37,15 @@ def render_episode(wm_env: WorldModelEnv, ep: Episode, batch: int = 64) -> Episo
     from policy_and_value.envs.metaworld_tasks import select_state
 
     states = select_state(torch.from_numpy(ep.state), wm_env.cfg.state_type).float()
-    wm_env.reset_to(torch.from_numpy(ep.images[:1]), states[:1])
+    images = torch.from_numpy(ep.images)
+    wm_env.reset_to(images[:1], states[:1])
+    if wm_env.state_model.cfg.latent_components:  # an observation model: its state of each recorded frame
+        states = torch.cat(
+            [
+                wm_env.observed_states({"images": images[i : i + batch], "state": states[i : i + batch]})
+                for i in range(0, len(states), batch)
+            ]
+        )
     frames = [wm_env.render_states(states[i : i + batch][None])[0] for i in range(0, len(states), batch)]
     return Episode(torch.cat(frames).numpy(), ep.state, ep.actions, ep.rewards, ep.success, ep.meta)
 

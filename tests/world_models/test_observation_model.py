@@ -219,3 +219,21 @@ def test_a_pessimistic_success_is_the_members_mean_less_their_spread(
         load_config("ppo_cnn_metaworld", [f"env.train.{k}" for k in ("env_type=world_model",
                     f"dynamics_model_config={model_dirs[0]}", f"dynamics_model_image_root={episodes}",
                     f"reward_model_config={model_dirs[1]}", "success_uncertainty_penalty=1.0")])  # fmt: skip
+
+
+def test_an_observation_model_redraws_recorded_frames_as_imagination_draws_them(
+    episodes, model_dirs, observation_model_dir
+):
+    from world_models.render_episodes import render_episode
+
+    env = _observation_env(episodes, model_dirs, observation_model_dir, tasks=["reach-v3"])
+    env = type(env)(env.cfg.model_copy(update={"num_envs": 1, "group_size": 1}), 1, seed=0)
+    ep = EpisodeDataset(episodes)[0]
+    drawn = render_episode(env, ep, batch=4)
+    assert drawn.images.shape == ep.images.shape and drawn.images.dtype == ep.images.dtype
+    assert (drawn.actions == ep.actions).all() and (drawn.state == ep.state).all()
+    # the first frame is the start frame's own latents decoded (state_residual): the VAE's reconstruction
+    first = torch.from_numpy(ep.images[:1])
+    recon = env.dynamics.decode(env.dynamics.encode(first[:, None]))[0]
+    assert torch.equal(torch.from_numpy(drawn.images[:1]), recon)
+    assert not (drawn.images[1:] == drawn.images[:1]).all()  # later frames follow their own encodings
