@@ -179,3 +179,44 @@ def codes_of(model, latents: dict[int, torch.Tensor], batch: int = 512) -> dict:
         i: torch.cat([model.encoder(part.to(model.device)) for part in v.split(batch)]).cpu().numpy()
         for i, v in latents.items()
     }
+
+
+def fit_and_report(model, job, episodes, train_ids, held_ids, latents, dynamics, device, log=print) -> None:
+    """Train ``model`` on the episodes ``train_ids`` (their VAE ``latents`` per episode), then report it on
+    ``held_ids``: the open-loop and success measures of ``state_eval.evaluate`` on its codes, and its frames."""
+    from world_models.state_data import StateWindows
+    from world_models.state_eval import evaluate
+
+    horizon = job.train.horizon
+    windows = dict(chunk=job.model.action_chunk, horizon=horizon, state_type=job.data.state_type,
+                   success_labels=job.train.success_labels, value_discount=job.model.value_discount)  # fmt: skip
+    flat = {i: latents[i].reshape(len(latents[i]), -1).numpy() for i in train_ids}
+    train_learned_codec(model, job, StateWindows(episodes, train_ids, features=flat, **windows), device, log)
+    if held_ids:
+        codes = codes_of(model, {i: latents[i] for i in held_ids})
+        metrics = evaluate(model, StateWindows(episodes, held_ids, features=codes, **windows), horizon)
+        log("state model, held out: " + ", ".join(f"{key}={value:.4g}" for key, value in metrics.items()))
+        report_learned_frames(
+            model, dynamics.to(device), episodes, held_ids, latents, job.data.state_type, log
+        )
+
+
+@torch.no_grad()
+def report_learned_frames(model, dynamics, episodes, held_ids, latents, state_type: str, log=print) -> None:
+    """Design B's frames: the held-out PSNR of frames decoded from the code of the real frame and the real
+    proprioception, against the VAE's own reconstruction (its ceiling)."""
+    from policy_and_value.envs.metaworld_tasks import select_state
+    from world_models.state_eval import psnr
+
+    frames = torch.cat([torch.from_numpy(episodes.read(i, "images")) for i in held_ids])
+    codes = torch.cat([latents[i] for i in held_ids])
+    proprio = torch.cat(
+        [torch.from_numpy(select_state(episodes.read(i, "state"), state_type)) for i in held_ids]
+    )
+    pick = torch.randperm(len(frames), generator=torch.Generator().manual_seed(0))[:256]
+    states = model.observe(proprio[pick].float().to(model.device), codes[pick].to(model.device))
+    rendered = dynamics.decode(model.render_latents(states, None)[:, None]).cpu()
+    recon = dynamics.decode(codes[pick][:, None].to(model.device)).cpu()
+    real = frames[pick][:, None]
+    log(f"observation model, held out: frames from its code PSNR {psnr(rendered, real):.2f} dB "
+        f"(the VAE's reconstruction: {psnr(recon, real):.2f} dB)")  # fmt: skip

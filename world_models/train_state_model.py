@@ -29,6 +29,7 @@ from toolkits.base.errors import config_error as _fail
 from toolkits.base.setting import OBSERVATION_ONLY, check_state_input, privileged
 from toolkits.base.tensors import tensors_to
 from world_models.config import StateModelJob
+from world_models.state_eval import evaluate, psnr
 
 MODEL_DIR = "model"
 
@@ -141,63 +142,6 @@ def rollout_losses(model, batch: dict, horizon: int, pos_weight: float) -> dict[
 
 
 @torch.no_grad()
-def evaluate(model, held, horizon: int, samples: int = 512, seed: int = 0) -> dict[str, float]:
-    """Held-out windows: open-loop RMS error after ``horizon`` chunks (normalised, and hand position in
-    metres) for the ensemble mean and for "the state stays"; success AUC on real and predicted states."""
-    from toolkits.base.metrics import auc
-
-    gen = torch.Generator().manual_seed(seed)
-    index = torch.randperm(len(held), generator=gen)[:samples]
-    batch = tensors_to(held.batch(index[None].expand(model.cfg.ensemble_size, -1)), model.device)
-    k, n = batch["state"].shape[:2]
-    tasks = model.task_one_hot(batch["prompt"][:n])
-    chunk = model.cfg.action_chunk
-    actions = batch["actions"][0].reshape(n, horizon, chunk, -1)
-    state, predicted = batch["state"], []
-    for h in range(horizon):
-        states = model.rollout_chunk(state, actions[:, h], tasks)
-        predicted.append(states)
-        state = states[:, :, -1]
-    pred = torch.cat(predicted, 2)  # [K, N, H*C, S]
-    real, mask = batch["next_states"][0], batch["mask"][0] > 0
-    last = mask.sum(1) - 1  # the last valid step of each window
-    rows = torch.arange(n, device=model.device)
-    mean_end, real_end = pred.mean(0)[rows, last], real[rows, last]
-    stays = batch["state"][0]
-    norm = model.delta_std
-
-    def rms(a: torch.Tensor, b: torch.Tensor) -> float:
-        return float(((a - b) / norm).pow(2).mean().sqrt())
-
-    def hand(a: torch.Tensor, b: torch.Tensor) -> float:
-        return float((a[:, :3] - b[:, :3]).norm(dim=1).mean())
-
-    known = mask & (batch["labelled"][0] > 0)  # steps of episodes whose outcome is known
-    prob_real = model.success_prob(real[None].expand(k, -1, -1, -1), tasks)[known].cpu().numpy()
-    prob_pred = model.success_prob(pred, tasks)[known].cpu().numpy()
-    labels = batch["success"][0][known].cpu().numpy() > 0
-    reward_fit = {}
-    if model.cfg.reward_head:  # R^2 of the members' mean reward against the recorded one
-        target = batch["reward"][0][mask]
-
-        def r2(values: torch.Tensor) -> float:
-            return float(
-                1 - (values.mean(0)[mask] - target).pow(2).mean() / target.var(correction=0).clamp(min=1e-12)
-            )
-
-        reward_fit = {
-            "reward_r2_real_states": r2(model.reward_values(real[None].expand(k, -1, -1, -1), tasks)),
-            "reward_r2_predicted_states": r2(model.reward_values(pred, tasks)),
-        }
-    return {
-        "open_loop_rms": rms(mean_end, real_end), "stays_rms": rms(stays, real_end),
-        "hand_error_m": hand(mean_end, real_end), "stays_hand_error_m": hand(stays, real_end),
-        "success_auc_real_states": auc(prob_real, labels), "success_auc_predicted_states": auc(prob_pred, labels),
-        "positives": float(labels.sum()), **reward_fit,
-    }  # fmt: skip
-
-
-@torch.no_grad()
 def episode_latents(
     dynamics,
     episodes,
@@ -257,12 +201,6 @@ def encoded_frames(
         "prompts": prompts,
         "frames": torch.cat(frames),
     }
-
-
-def psnr(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Peak signal-to-noise ratio of uint8 images, in dB."""
-    mse = (a.float() - b.float()).pow(2).mean()
-    return float(10 * torch.log10(255.0**2 / mse.clamp(min=1e-8)))
 
 
 def train_renderer(model, dynamics, episodes, train_ids, held_ids, job: StateModelJob, log=print) -> None:
@@ -520,49 +458,16 @@ def train_learned(
     """Design B (``model.latent_encoder=learned``): train the code with the dynamics, report it held out, write
     ``<output_dir>/model``."""
     from toolkits.base.model_dir import replace_dir_atomically
-    from world_models.state_data import StateWindows
-    from world_models.train_learned_codec import codes_of, train_learned_codec
+    from world_models.train_learned_codec import fit_and_report
 
-    chunk, horizon = job.model.action_chunk, job.train.horizon
-    windows = dict(chunk=chunk, horizon=horizon, state_type=job.data.state_type,
-                   success_labels=job.train.success_labels, value_discount=job.model.value_discount)  # fmt: skip
-    flat = {i: latents[i].reshape(len(latents[i]), -1).numpy() for i in train_ids}
-    device = training_device(job.train.device)
-    train_learned_codec(model, job, StateWindows(episodes, train_ids, features=flat, **windows), device, log)
-    if held_ids:
-        held = StateWindows(
-            episodes, held_ids, features=codes_of(model, {i: latents[i] for i in held_ids}), **windows
-        )
-        metrics = evaluate(model, held, horizon)
-        log("state model, held out: " + ", ".join(f"{key}={value:.4g}" for key, value in metrics.items()))
-        report_learned_frames(
-            model, dynamics.to(device), episodes, held_ids, latents, job.data.state_type, log
-        )
+    fit_and_report(
+        model, job, episodes, train_ids, held_ids, latents, dynamics, training_device(job.train.device), log
+    )
     out = Path(job.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     replace_dir_atomically(out / MODEL_DIR, model.cpu().save_pretrained)
     log(f"state model written to {out / MODEL_DIR}")
     return out / MODEL_DIR
-
-
-@torch.no_grad()
-def report_learned_frames(model, dynamics, episodes, held_ids, latents, state_type: str, log=print) -> None:
-    """Design B's frames: the held-out PSNR of frames decoded from the code of the real frame and the real
-    proprioception, against the VAE's own reconstruction (its ceiling)."""
-    from policy_and_value.envs.metaworld_tasks import select_state
-
-    frames = torch.cat([torch.from_numpy(episodes.read(i, "images")) for i in held_ids])
-    codes = torch.cat([latents[i] for i in held_ids])
-    proprio = torch.cat(
-        [torch.from_numpy(select_state(episodes.read(i, "state"), state_type)) for i in held_ids]
-    )
-    pick = torch.randperm(len(frames), generator=torch.Generator().manual_seed(0))[:256]
-    states = model.observe(proprio[pick].float().to(model.device), codes[pick].to(model.device))
-    rendered = dynamics.decode(model.render_latents(states, None)[:, None]).cpu()
-    recon = dynamics.decode(codes[pick][:, None].to(model.device)).cpu()
-    real = frames[pick][:, None]
-    log(f"observation model, held out: frames from its code PSNR {psnr(rendered, real):.2f} dB "
-        f"(the VAE's reconstruction: {psnr(recon, real):.2f} dB)")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -227,7 +227,7 @@ def test_a_focused_refit_learns_the_few_new_episodes_the_uniform_one_drowns(rule
     action) merged among the 48: a warm refit drawing half of each batch from them predicts their states better
     than one drawing uniformly, in the same steps."""
     from toolkits.episodes.merge import merge_datasets
-    from world_models.train_state_model import evaluate
+    from world_models.state_eval import evaluate
 
     write_drift_episodes(
         str(tmp_path / "new"), -1.0, seed=1, n=6, steps=24, start_4=0.8
