@@ -25,6 +25,10 @@ JOBS = {
     # machine the checkpoint was copied to): the real envs tell the sizes; prompts of both groups' and eval's tasks
     "libero_world_model": ("rl_release_libero", ["rollout.model_dir=null"], LIBERO_CAMERAS, (8, 7, 4),
                            LIBERO_TASK, LIBERO_PROMPT, 3),
+    # rl_release: imagined in the observation model, evaluated in Meta-World; the served policy asks a robot for
+    # the two cameras, the hand's 4 numbers and the prompt, no simulator state
+    "observation_only": ("rl_release", ["rollout.model_dir=null"], ["corner", "gripperPOV"], (4, 4, 4),
+                         "door-open-v3", "open the door with a revolving joint", 3),
 }  # fmt: skip
 
 
