@@ -92,13 +92,19 @@ def normalise_to_go_in_groups(
 
 
 def grpo_credit(
-    grouped: torch.Tensor, rewards: torch.Tensor, loss_mask: torch.Tensor, to_go: bool
+    grouped: torch.Tensor, rewards: torch.Tensor, loss_mask: torch.Tensor, credit: str = "episode"
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """GRPO's (advantages, returns) [T, B] from episode returns ``grouped`` (``group_returns``): each
-    chunk credited with its episode's return, or with ``to_go`` its return from that chunk on."""
+    """GRPO's (advantages, returns) [T, B] from episode returns ``grouped`` (``group_returns``): each chunk credited
+    with its episode's return (``credit="episode"``), its return from that chunk on (``to_go``) or its own reward
+    (``step``: with a potential's change as reward, the value the chunk itself gained), each centred on the group's at
+    the same chunk index in the last two."""
     mask = loss_mask.to(grouped.dtype)
-    if to_go:
-        returns = group_returns_to_go(rewards, loss_mask, grouped.shape[1])
+    if credit in ("to_go", "step"):
+        size = grouped.shape[1]
+        if credit == "to_go":
+            returns = group_returns_to_go(rewards, loss_mask, size)
+        else:
+            returns = _valid_rewards(rewards, loss_mask, size).view(loss_mask.shape[0], -1, size)
         return normalise_to_go_in_groups(returns, loss_mask), returns.reshape(loss_mask.shape) * mask
     return normalise_in_groups(grouped, loss_mask), grouped.reshape(1, -1) * mask
 

@@ -48,7 +48,7 @@ def assign_credit(
         mixed = mixed_groups(grouped)
         if algo.drop_uniform_groups:  # dynamic sampling: a group whose episodes all ended alike
             mask = traj["loss_mask"] = mask * mixed.repeat_interleave(algo.group_size).to(mask.dtype)
-        adv, ret = grpo_credit(grouped, traj["rewards"], mask, to_go=algo.grpo_return == "to_go")
+        adv, ret = grpo_credit(grouped, traj["rewards"], mask, credit=algo.grpo_return)
         # how much the actions of one start differ in outcome: ~0 means GRPO normalises noise
         spread["rollout/group_return_std"] = float(grouped.std(1, unbiased=False).mean())
         spread["rollout/mixed_group_fraction"] = float(mixed.float().mean())

@@ -88,8 +88,9 @@ class AlgorithmConfig(Strict):
     adv_type: Literal["gae", "grpo"] = "gae"
     # GRPO: what a chunk is credited with. episode: its episode's return, the same for every chunk (GRPO);
     # to_go: the return from that chunk on, centred on the group's at the same chunk index (with a
-    # dense reward a chunk is no longer credited with the progress made before it)
-    grpo_return: Literal["episode", "to_go"] = "episode"
+    # dense reward a chunk is no longer credited with the progress made before it); step: its own reward, centred
+    # the same way (with a potential's change as reward, e.g. reward_mode value: what the chunk itself gained)
+    grpo_return: Literal["episode", "to_go", "step"] = "episode"
     loss_type: Literal["ppo"] = "ppo"
     reward_type: Literal["chunk_level", "action_level"] = "chunk_level"
     logprob_type: Literal["chunk_level", "action_level", "token_level"] = "action_level"

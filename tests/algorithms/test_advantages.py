@@ -12,6 +12,7 @@ from policy_and_value.algorithms import (
     compute_grpo,
     group_returns,
     group_returns_to_go,
+    grpo_credit,
     normalise_to_go_in_groups,
     normalize_advantages,
 )
@@ -96,6 +97,22 @@ def test_returns_to_go_credit_a_chunk_with_what_followed_it():
     # episode-level GRPO sees equal returns in group 0 (3, 3) and credits none of its chunks, though env 0
     # earned nothing after its first chunk and env 1 everything after it
     assert torch.all(compute_grpo(rewards, mask, 2)[:, :2] == 0)
+
+
+def test_step_credit_gives_a_chunk_its_own_reward_against_the_group_at_that_index():
+    """grpo_return=step: a chunk's advantage is its own reward (a potential's change: what the chunk gained),
+    centred on the group's at the same chunk index and scaled by the group's spread over all its chunks."""
+    rewards = torch.tensor([[3.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 2.0], [0.0, 2.0, 5.0, 1.0]])
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 0, 1]]).float()
+    grouped = group_returns(rewards, mask, 2)
+    adv, returns = grpo_credit(grouped, rewards, mask, credit="step")
+    assert torch.equal(returns, rewards * mask)
+    # group 0 centred: (1.5, -1.5), (-0.5, 0.5), (-1, 1); spread sqrt(7 / 6)
+    expected = torch.tensor([[1.5, -1.5], [-0.5, 0.5], [-1.0, 1.0]]) / (7 / 6) ** 0.5
+    assert torch.allclose(adv[:, :2], expected, atol=1e-4)
+    assert adv[2, 2] == 0 and adv[2, 3] == 0  # env 2 ended; env 3 alone at t=2 has nothing to be compared with
+    to_go, _ = grpo_credit(grouped, rewards, mask, credit="to_go")
+    assert not torch.allclose(adv, to_go)
 
 
 def test_normalize_single_process_masked():
