@@ -19,6 +19,15 @@ BUILT_BY_RECIPE = {
     "data/coevolution20_both": "worldrl recipe coevolution-data --out data/coevolution20_both",
     "data/obs_start20": "worldrl recipe outcome-start --out data/obs_start20 --demos 20 --state-type proprio",
     "data/obs_wm": "worldrl recipe observation-model --out data/obs_wm",
+    "data/obs2_start20": "worldrl recipe outcome-start --out data/obs2_start20 --demos 20 --state-type proprio "
+    "--tasks drawer-open-v3 button-press-topdown-v3 door-open-v3",
+    "data/obs2b_start20": "worldrl recipe outcome-start --out data/obs2b_start20 --demos 20 --state-type proprio "
+    "--tasks drawer-open-v3 button-press-topdown-v3 door-open-v3 --redraw-config rl_metaworld_obs2_wm_value",
+    "data/obs2_wm": "worldrl recipe observation-model --out data/obs2_wm --policy-dir data/obs2_start20/sft/policy "
+    "--demos data/obs2_start20/demos --tasks drawer-open-v3 button-press-topdown-v3 door-open-v3",
+    "data/obs2_wmB": "worldrl recipe observation-model --out data/obs2_wmB --policy-dir data/obs2_start20/sft/policy "
+    "--demos data/obs2_start20/demos --tasks drawer-open-v3 button-press-topdown-v3 door-open-v3 --encoder learned "
+    "--value-head",
 }
 
 

@@ -26,6 +26,11 @@ BUILT_BY_RECIPE = {
     "rl_metaworld_obs_outcome_20demo",
     "rl_metaworld_obs_critic_20demo",
     "rl_metaworld_obs_wm_20demo",
+    "rl_metaworld_obs2_outcome",
+    "rl_metaworld_obs2_value",
+    "rl_metaworld_obs2_wm",
+    "rl_metaworld_obs2_wm_branch",
+    "rl_metaworld_obs2_wm_value",
 }
 
 

@@ -1,5 +1,5 @@
-"""``worldrl recipe quickstart-assets`` (the quickstart's starting models from scratch) runs end to end in Python,
-shrunk, and the quickstart job validates on what it made."""
+"""``worldrl recipe quickstart-assets`` (the video loop's starting models from scratch) runs end to end in Python,
+shrunk, and rl_release_video validates on what it made."""
 
 import pytest
 
@@ -20,7 +20,7 @@ def test_the_recipe_builds_every_model_the_quickstart_reads(tmp_path, capsys):
     for path in ("sft/policy/deploy.json", "rm/model/config.json", "wm/model/config.json",
                  "offline_episodes/index.json", "reset_episodes/index.json"):  # fmt: skip
         assert (out / path).is_file(), path
-    overrides = printed.split("bash scripts/run_embodiment.sh quickstart ", 1)[1].splitlines()[0].split()
-    cfg = load_config("quickstart", overrides)  # the printed command points the job at the rebuilt models
+    overrides = printed.split("bash scripts/run_embodiment.sh rl_release_video ", 1)[1].splitlines()[0].split()
+    cfg = load_config("rl_release_video", overrides)  # the printed command points the job at the rebuilt models
     assert cfg.rollout.model_dir == f"{out}/sft/policy"
     assert cfg.env.train.dynamics_model_config == f"{out}/wm/model"

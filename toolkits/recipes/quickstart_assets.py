@@ -1,11 +1,14 @@
-"""Rebuild the quickstart's starting models from scratch: collect episodes -> reward model -> advantage labels ->
+"""Rebuild the starting models of the video loop (``rl_release_video``, ``assets/quickstart``) from scratch: collect
+episodes -> reward model -> advantage labels ->
 imitation policy (+ its deploy.json, a few of its labelled episodes as the offline anchor) -> world model (VAE,
 denoiser).
 
     worldrl recipe quickstart-assets [--out logs/quickstart_assets] [--episodes 40] ...
 
 The defaults are the shipped recipe; the world model is the slow stage on a CPU (hours; about 11 minutes on one
-H100). At the end it prints the overrides that point ``configs/quickstart.yaml`` at the rebuilt models.
+H100). At the end it prints the overrides that point ``configs/rl_release_video.yaml`` at the rebuilt models. (The
+observation-only quickstart's models: ``worldrl recipe outcome-start --state-type proprio`` and
+``worldrl recipe observation-model --encoder learned --value-head``, see their cards in ``assets/``.)
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ def run(args: Args) -> Stages:
            f"train.vae_steps={args.vae_steps}", "train.dynamics_steps=0", "train.batch_size=32"])  # fmt: skip
     s.tool("world model: denoiser", "world_models.train", [f"data.path={out}/episodes", f"output_dir={out}/wm",
            f"init_model_dir={out}/wm_vae/model", "train.vae_steps=0", f"train.dynamics_steps={args.dyn_steps}"])  # fmt: skip
-    s.log(f"run the quickstart on them:\n  bash scripts/run_embodiment.sh quickstart rollout.model_dir={out}/sft/policy "
+    s.log(f"run the video loop on them:\n  bash scripts/run_embodiment.sh rl_release_video rollout.model_dir={out}/sft/policy "
           f"env.train.dynamics_model_config={out}/wm/model env.train.reward_model_config={out}/rm/model "
           f"env.train.dynamics_model_image_root={out}/reset_episodes algorithm.offline_data_path={out}/offline_episodes")  # fmt: skip
     return s
