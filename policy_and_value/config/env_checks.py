@@ -180,9 +180,8 @@ def _check_learned_reward(env: EnvConfig, prefix: str) -> None:
     """``learned_reward``: a simulator's env, an observation model with a value head and its VAE."""
     key, learned = f"{prefix}.learned_reward", env.learned_reward
     if env.env_type == "world_model":
-        raise config_error(
-            key, learned.model, "is for a simulator's env; a world-model env pays its own value (reward_mode: value)"
-        )
+        reason = "is for a simulator's env; a world-model env pays its own (reward_mode: value)"
+        raise config_error(key, learned.model, reason)
     for name, path in (("model", learned.model), ("vae", learned.vae)):
         if not os.path.isfile(os.path.join(path, "config.json")):
             raise config_error(f"{key}.{name}", path, "no config.json in this directory" + build_hint(path))

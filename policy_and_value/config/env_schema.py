@@ -71,7 +71,7 @@ class LearnedRewardConfig(Strict):
     ``uncertainty_penalty`` x their std) on the observed frames, encoded by the VAE of ``vae``."""
 
     model: str  # an observation model directory with a value head (world_models.train_state_model model.value_head)
-    vae: str = "assets/world_models/tiny_3tasks"  # the dynamics model whose VAE the observation model was trained on
+    vae: str = "assets/world_models/tiny_3tasks"  # the dynamics model whose VAE the observation model read
     coef: float = Field(1.0, gt=0.0)
     uncertainty_penalty: float = Field(0.0, ge=0.0)
 

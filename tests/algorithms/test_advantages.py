@@ -110,7 +110,7 @@ def test_step_credit_gives_a_chunk_its_own_reward_against_the_group_at_that_inde
     # group 0 centred: (1.5, -1.5), (-0.5, 0.5), (-1, 1); spread sqrt(7 / 6)
     expected = torch.tensor([[1.5, -1.5], [-0.5, 0.5], [-1.0, 1.0]]) / (7 / 6) ** 0.5
     assert torch.allclose(adv[:, :2], expected, atol=1e-4)
-    assert adv[2, 2] == 0 and adv[2, 3] == 0  # env 2 ended; env 3 alone at t=2 has nothing to be compared with
+    assert adv[2, 2] == 0 and adv[2, 3] == 0  # env 2 ended; env 3 alone at t=2: nothing to compare with
     to_go, _ = grpo_credit(grouped, rewards, mask, credit="to_go")
     assert not torch.allclose(adv, to_go)
 

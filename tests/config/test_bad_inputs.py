@@ -207,9 +207,17 @@ BAD = [
     ("ppo_pi0_metaworld", ["model.pi0.num_steps=0"], ["model.pi0.num_steps=0", "must be >= 1"]),
     # nested pi0 keys by their full path, with the numbers involved
     ("rl_release_video", ["model.pi0.chunk_size=2"], ["model.pi0.chunk_size=2", "num_action_chunks=4"]),
-    ("rl_release_video", ["model.pi0.noise_method=flow_xyz"], ["model.pi0.noise_method='flow_xyz'", "flow_ode"]),
+    (
+        "rl_release_video",
+        ["model.pi0.noise_method=flow_xyz"],
+        ["model.pi0.noise_method='flow_xyz'", "flow_ode"],
+    ),
     # sizes that must agree between config, envs and the saved policy, before Ray starts
-    ("rl_release_video", ["model.action_dim=7"], ["model.action_dim=7", "env.train (world_model) gives 4 actions"]),
+    (
+        "rl_release_video",
+        ["model.action_dim=7"],
+        ["model.action_dim=7", "env.train (world_model) gives 4 actions"],
+    ),
     (
         "rl_release_video",
         ["env.train.state_type=proprio"],
@@ -373,7 +381,11 @@ BAD = [
         ["algorithm.grpo_return=to_go"],
         ["algorithm.grpo_return='to_go'", "needs adv_type grpo, not gae"],
     ),
-    ("rl_release_video", ["env.train.reward_signal=success"], ["env.train.reward_signal='success'", "metaworld"]),
+    (
+        "rl_release_video",
+        ["env.train.reward_signal=success"],
+        ["env.train.reward_signal='success'", "metaworld"],
+    ),
     (
         "rl_metaworld_outcome",
         ["env.train.reward_signal=sparse"],

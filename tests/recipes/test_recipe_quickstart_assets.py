@@ -20,7 +20,7 @@ def test_the_recipe_builds_every_model_the_quickstart_reads(tmp_path, capsys):
     for path in ("sft/policy/deploy.json", "rm/model/config.json", "wm/model/config.json",
                  "offline_episodes/index.json", "reset_episodes/index.json"):  # fmt: skip
         assert (out / path).is_file(), path
-    overrides = printed.split("bash scripts/run_embodiment.sh rl_release_video ", 1)[1].splitlines()[0].split()
-    cfg = load_config("rl_release_video", overrides)  # the printed command points the job at the rebuilt models
+    command = printed.split("bash scripts/run_embodiment.sh rl_release_video ", 1)[1].splitlines()[0]
+    cfg = load_config("rl_release_video", command.split())  # the printed command points at the rebuilt models
     assert cfg.rollout.model_dir == f"{out}/sft/policy"
     assert cfg.env.train.dynamics_model_config == f"{out}/wm/model"

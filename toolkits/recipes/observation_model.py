@@ -53,7 +53,9 @@ class Args(GaugeArgs):
     encoder: Literal["pca", "learned"] = Field(
         "pca", description="the latent numbers: principal components (design A) or a learned code (design B)"
     )
-    value_head: bool = Field(False, description="also learn the discounted chance of success (reward_mode value)")
+    value_head: bool = Field(
+        False, description="also learn the discounted chance of success (reward_mode: value)"
+    )
     steps: PositiveInt = Field(1500, description="training steps")
     starts: PositiveInt = Field(16, description="start frames a task on the training layouts (imagination's)")
     tasks: list[str] = Field(
