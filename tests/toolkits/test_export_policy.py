@@ -189,3 +189,25 @@ def test_refuses_to_overwrite_a_directory_that_is_not_a_policy(checkpoint, tmp_p
     assert main(["--checkpoint", str(checkpoint[0]), "--out", str(tmp_path / "notes")]) == 2
     assert "is not a policy directory" in capsys.readouterr().err
     assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
+
+
+def test_export_publishes_into_a_registry_as_the_next_version(checkpoint, tmp_path, capsys):
+    from toolkits.ckpt_convertor.export_policy import main
+    from toolkits.deploy.registry import PolicyRegistry
+
+    step = checkpoint[0]
+    root = tmp_path / "registry"
+    assert main(["--checkpoint", str(step), "--registry", str(root)]) == 2  # no registry there yet
+    assert "not a policy registry" in capsys.readouterr().err
+    reg = PolicyRegistry.create(root)
+    assert main(["--checkpoint", str(step), "--registry", str(root)]) == 0
+    assert (
+        main(["--checkpoint", str(step), "--registry", str(root), "--weights", "actor", "--not-current"]) == 0
+    )
+    assert reg.versions() == [1, 2] and reg.current() == 1
+    manifest = reg.manifest(2)
+    assert manifest.parent == 1 and manifest.source == {"checkpoint": str(step.resolve()), "weights": "actor"}
+    assert {"config.json", "model.safetensors", "deploy.json"} <= set(manifest.files) and reg.verify(2) == []
+    with pytest.raises(SystemExit):  # argparse: one of the two
+        main(["--checkpoint", str(step), "--registry", str(root), "--out", str(tmp_path / "p")])
+    assert "not allowed with argument" in capsys.readouterr().err

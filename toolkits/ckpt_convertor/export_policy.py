@@ -2,6 +2,10 @@
 
     python -m toolkits.ckpt_convertor.export_policy --checkpoint LOGDIR/checkpoints/global_step_N --out DIR \\
         [--weights rollout|actor] [--model-dir PATH]
+    python -m toolkits.ckpt_convertor.export_policy --checkpoint ... --registry ROOT [--not-current]
+
+With ``--registry`` the directory is published as the next version of a policy registry
+(``toolkits/deploy/registry.py``; its manifest names the checkpoint and the weights) instead of written to ``--out``.
 
 ``--weights rollout`` (default) takes ``rollout/model.safetensors``, the (EMA) weights evaluation ran;
 ``actor`` the model tensors of the ``actor/`` DCP folder. The policy is rebuilt from the checkpoint's
@@ -242,21 +246,31 @@ def check_output(out: Path, checkpoint: Path) -> None:
 
 
 def export_policy(
-    checkpoint: str | Path, out: str | Path, weights: str = "rollout", model_dir: str | None = None
+    checkpoint: str | Path,
+    out: str | Path | None,
+    weights: str = "rollout",
+    model_dir: str | None = None,
+    registry: str | Path | None = None,
+    make_current: bool = True,
 ) -> Path:
-    """Rebuild the job's policy from ``checkpoint``, load ``weights``, merge LoRA and write ``out`` atomically."""
+    """Rebuild the job's policy from ``checkpoint``, load ``weights``, merge LoRA and write ``out`` atomically, or
+    publish it as the next version of ``registry``; returns the directory written."""
     import torch
 
     from policy_and_value.models.pi0 import save_pretrained
     from policy_and_value.models.registry import make_policy
     from toolkits.base.checkpoint import verify_checkpoint
     from toolkits.base.model_dir import replace_dir_atomically
+    from toolkits.deploy.registry import PolicyRegistry
 
     if weights not in WEIGHTS_CHOICES:
         raise ExportError(f"--weights={weights}: allowed values: {', '.join(WEIGHTS_CHOICES)}")
+    if (out is None) == (registry is None):
+        raise ExportError("export: give one of --out DIR and --registry ROOT")
     ckpt = resolve_checkpoint(checkpoint)
-    out = Path(out)
-    check_output(out, ckpt)
+    versions = PolicyRegistry(registry) if registry is not None else None  # refused before any work
+    if out is not None:
+        check_output(Path(out), ckpt)
     verify_checkpoint(str(ckpt))
     cfg = load_job_config(ckpt)
     if cfg.model.policy_type not in PI0_TYPES:
@@ -281,6 +295,10 @@ def export_policy(
         save_pretrained(policy, tmp)
         deploy.save(tmp)
 
+    if versions is not None:
+        source = {"checkpoint": str(ckpt.resolve()), "weights": weights}
+        return versions.path(versions.publish(write, source=source, make_current=make_current))
+    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     return replace_dir_atomically(out, write)
 
@@ -295,14 +313,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--checkpoint", required=True, help="LOGDIR/checkpoints/global_step_N (or LOGDIR: the latest)"
     )
-    p.add_argument("--out", required=True, help="the policy directory to write (replaced if it is one)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", help="the policy directory to write (replaced if it is one)")
+    where.add_argument("--registry", help="publish as the next version of this policy registry")
+    p.add_argument(
+        "--not-current", action="store_true", help="with --registry: publish, leave current as it is"
+    )
     p.add_argument(
         "--weights", choices=WEIGHTS_CHOICES, default="rollout", help="rollout (EMA, evaluated) or actor"
     )
     p.add_argument("--model-dir", default=None, help="the job's rollout.model_dir, if it has moved")
     args = p.parse_args(argv)
     try:
-        out = export_policy(args.checkpoint, args.out, args.weights, args.model_dir)
+        out = export_policy(
+            args.checkpoint, args.out, args.weights, args.model_dir, args.registry, not args.not_current
+        )
     except (ExportError, CheckpointError, OSError, ValueError, KeyError) as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
