@@ -95,6 +95,8 @@ class PendingEpisode:
     connection: int
     started: float
     ended: float = field(default_factory=time.time)
+    policy_version: int | None = None  # the registry version that acted (None: one directory served)
+    policy_dir: str | None = None
 
     def steps(self) -> int:
         """T: the actions whose resulting observation is known."""
@@ -244,8 +246,9 @@ class EpisodeRecorder:
         meta = {
             "prompt": p.prompt, "task": task, "task_id": self.task_ids.get(task), "cameras": self.cameras,
             "image_size": self.image_size, "success_once": p.success, "outcome": OUTCOMES[p.success],
-            "policy": f"served {self.policy_dir}", "noise_seed": self.noise_seed, "connection": p.connection,
-            "final_observation": p.final is not None, "started": p.started, "ended": p.ended,
+            "policy": f"served {p.policy_dir or self.policy_dir}", "policy_version": p.policy_version,
+            "noise_seed": self.noise_seed, "connection": p.connection, "final_observation": p.final is not None,
+            "started": p.started, "ended": p.ended,
         }  # fmt: skip
         return Episode(
             np.stack(images), np.stack(states).astype(np.float32), np.stack(p.actions[:t]),

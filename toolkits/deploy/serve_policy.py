@@ -3,6 +3,13 @@
     python -m toolkits.deploy.serve_policy --policy-dir DIR [--host 127.0.0.1] [--port 8000] \\
         [--api-key KEY] [--max-message-mb 16] [--max-batch 8] [--seed 0] [--cameras corner gripperPOV] \
         [--record DIR [--record-max-steps 10000]]
+    python -m toolkits.deploy.serve_policy --registry ROOT [--follow-interval 2] [...]
+
+``--registry ROOT`` serves the current version of a policy registry (``worldrl registry``) and follows it: when the
+pointer moves (a publish, a rollback) the new version serves the episodes that begin after the move, while episodes
+already running end on the version they began on (``toolkits/deploy/policy_source.py``); a version whose interface
+differs (cameras, sizes) is refused with a log line. The metadata frame, every answer (``"policy_version"``, only
+with ``--registry``) and every recorded episode name the version that acted.
 
 Protocol (openpi's): binary frames of msgpack with numpy arrays in openpi's encoding. On connect the
 server sends one metadata map (cameras, the request key of each camera's image, image size, state
@@ -58,8 +65,10 @@ from websockets.frames import CloseCode
 
 from toolkits.base.cli import tool_prog
 from toolkits.base.errors import ConfigError, config_error
+from toolkits.deploy.policy_source import FixedPolicy, RegistryFollower
 from toolkits.deploy.record import (
     DEFAULT_MAX_STEPS,
+    END,
     OBSERVATION,
     OUTCOMES,
     STEP,
@@ -87,15 +96,16 @@ class InferenceThread:
         if max_batch < 1:
             raise ValueError(f"--max-batch={max_batch}: must be >= 1")
         self.served, self.max_batch = served, max_batch
-        self._queue: queue.Queue[tuple[bytes, Future] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[bytes, ServedPolicy, Future] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="inference", daemon=True)
         self._thread.start()
 
-    def submit(self, frame: bytes) -> Future:
-        """Queue one frame; the future gets ``(message, reply, infer_seconds, batch_size)`` or the frame's
-        error (reply and timing only for observations: ``record_step`` and ``episode_end`` are not inferred)."""
+    def submit(self, frame: bytes, served: ServedPolicy | None = None) -> Future:
+        """Queue one frame for ``served`` (default: the server's first policy); the future gets ``(message, reply,
+        infer_seconds, batch_size)`` or the frame's error (reply and timing only for observations:
+        ``record_step`` and ``episode_end`` are not inferred)."""
         future: Future = Future()
-        self._queue.put((frame, future))
+        self._queue.put((frame, served or self.served, future))
         return future
 
     def _run(self) -> None:
@@ -113,27 +123,32 @@ class InferenceThread:
                 items.append(nxt)
             self._answer(items)
 
-    def _answer(self, items: list[tuple[bytes, Future]]) -> None:
-        """Parse each frame (its own error on failure), infer the good observations as one batch, set the
-        futures (control messages are answered without inference)."""
-        parsed: list[tuple[Message, Future]] = []
-        for frame, future in items:
+    def _answer(self, items: list[tuple[bytes, ServedPolicy, Future]]) -> None:
+        """Parse each frame (its own error on failure), infer the good observations as one batch per policy
+        version, set the futures (control messages are answered without inference)."""
+        groups: dict[int, list[tuple[Message, Future]]] = {}
+        policies: dict[int, ServedPolicy] = {}
+        for frame, served, future in items:
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                message = parse_message(self.served, unpackb(frame))
+                message = parse_message(served, unpackb(frame))
             except Exception as err:  # noqa: BLE001 - handed to the connection that sent it
                 future.set_exception(err)
                 continue
             if message.kind == OBSERVATION:
-                parsed.append((message, future))
+                groups.setdefault(id(served), []).append((message, future))
+                policies[id(served)] = served
             else:
                 future.set_result((message, None, 0.0, 0))
-        if not parsed:
-            return
+        for key, parsed in groups.items():
+            self._infer(policies[key], parsed)
+
+    def _infer(self, served: ServedPolicy, parsed: list[tuple[Message, Future]]) -> None:
+        """One forward pass of ``served`` for the parsed observations; each future gets its chunk or the error."""
         start = time.monotonic()
         try:
-            actions = self.served.act_many([message.obs for message, _ in parsed])
+            actions = served.act_many([message.obs for message, _ in parsed])
         except Exception as err:  # noqa: BLE001 - every request of the batch gets the error
             for _, future in parsed:
                 future.set_exception(err)
@@ -148,11 +163,12 @@ class InferenceThread:
 
 
 class PolicyServer:
-    """The websocket server around a ``ServedPolicy`` (one inference thread; any number of clients)."""
+    """The websocket server around a ``ServedPolicy``, or the versions of a registry a ``RegistryFollower`` follows
+    (one inference thread; any number of clients)."""
 
     def __init__(
         self,
-        served: ServedPolicy,
+        served: ServedPolicy | FixedPolicy | RegistryFollower,
         host: str = "127.0.0.1",
         port: int = 8000,
         api_key: str | None = None,
@@ -165,7 +181,8 @@ class PolicyServer:
             raise ValueError(f"--max-message-mb={max_message_mb}: must be > 0")
         if record_max_steps < 1:
             raise ValueError(f"--record-max-steps={record_max_steps}: must be >= 1")
-        self.served = served
+        self.source = served if isinstance(served, FixedPolicy | RegistryFollower) else FixedPolicy(served)
+        self.served = served = self.source.first
         self.host, self.port = host, port
         self.api_key = api_key or None
         self.max_message_bytes = int(max_message_mb * 1024 * 1024)
@@ -174,7 +191,6 @@ class PolicyServer:
         self.metadata = {
             **served.metadata(), "max_message_bytes": self.max_message_bytes, "recording": bool(record),
         }  # fmt: skip
-        self._metadata_frame = packb(self.metadata)
         self.inference = InferenceThread(served, max_batch)
         self.requests = 0  # answered observations
         self.errors = 0  # requests answered with an error
@@ -204,31 +220,45 @@ class PolicyServer:
         except ConnectionClosed:
             pass
 
-    def _record(self, pending: PendingEpisode | None) -> Future | None:
-        """Hand a finished episode to the writer thread (nothing without ``--record``)."""
-        return self.recorder.submit(pending) if self.recorder is not None and pending is not None else None
+    def _record(
+        self, pending: PendingEpisode | None, policy: tuple[int | None, ServedPolicy]
+    ) -> Future | None:
+        """Hand a finished episode, named by the version that acted, to the writer thread (nothing without
+        ``--record``)."""
+        if self.recorder is None or pending is None:
+            return None
+        pending.policy_version, pending.policy_dir = policy[0], str(policy[1].policy_dir)
+        return self.recorder.submit(pending)
 
-    async def _control(self, message: Message, episode: EpisodeBuffer) -> dict[str, Any]:
+    async def _control(
+        self, message: Message, episode: EpisodeBuffer, policy: tuple[int | None, ServedPolicy]
+    ) -> dict[str, Any]:
         """The answer to ``record_step`` or ``episode_end`` (the latter once the episode is written)."""
         recording = self.recorder is not None
         if message.kind == STEP:
             step = episode.count
-            self._record(episode.add_step(message.obs))
+            self._record(episode.add_step(message.obs), policy)
             return {"record_step": True, "step": step, "recording": recording}
-        written = self._record(episode.take(message.obs, message.success))
+        written = self._record(episode.take(message.obs, message.success), policy)
         if written is None:  # not recording, or nothing recorded since the last end
             outcome = OUTCOMES[message.success]
             return {"episode_end": True, "recording": recording, "steps": 0, "outcome": outcome, "file": None}
         return {"episode_end": True, "recording": True, **(await asyncio.wrap_future(written))}
 
+    @staticmethod
+    def _version_key(version: int | None) -> dict[str, int]:
+        """``{"policy_version": N}`` when a registry is followed (nothing otherwise: openpi's answer as it is)."""
+        return {} if version is None else {"policy_version": version}
+
     async def _handler(self, ws: ServerConnection) -> None:
         """Send the metadata, then answer each frame until the client leaves or errs; with ``--record``,
         keep the connection's open episode and save it when it ends (or, outcome unknown, when the
-        connection does)."""
+        connection does). An episode runs on the policy version current when its first frame came, to its end."""
         self.connections += 1
         episode = EpisodeBuffer(self.connections, self.recorder is not None, self.record_max_steps)
+        policy: tuple[int | None, ServedPolicy] | None = None  # the open episode's version
         try:
-            await ws.send(self._metadata_frame)
+            await ws.send(packb({**self.metadata, **self._version_key(self.source.version)}))
             prev_total_ms: float | None = None
             while True:
                 frame = await ws.recv()
@@ -236,12 +266,21 @@ class PolicyServer:
                 if isinstance(frame, str):
                     await self._fail(ws, "bad request: expected a binary msgpack frame, got a text frame")
                     return
+                if policy is None:
+                    policy = self.source.acquire()
                 try:
-                    message, reply, infer_s, batch = await asyncio.wrap_future(self.inference.submit(frame))
+                    message, reply, infer_s, batch = await asyncio.wrap_future(
+                        self.inference.submit(frame, policy[1])
+                    )
                     if message.kind != OBSERVATION:
-                        await ws.send(packb(await self._control(message, episode)))
+                        answer = await self._control(message, episode, policy)
+                        answer.update(self._version_key(policy[0]))
+                        if message.kind == END:  # the next episode runs on the version current then
+                            self.source.release(policy[0])
+                            policy = None
+                        await ws.send(packb(answer))
                         continue
-                    self._record(episode.add_query(message.obs, reply["actions"]))
+                    self._record(episode.add_query(message.obs, reply["actions"]), policy)
                 except (BadRequest, WireError) as err:
                     log.info("bad request from %s: %s", ws.remote_address, err)
                     await self._fail(ws, f"bad request: {err}")
@@ -256,13 +295,16 @@ class PolicyServer:
                 if prev_total_ms is not None:
                     timing["prev_total_ms"] = prev_total_ms
                 reply["server_timing"] = timing
+                reply.update(self._version_key(policy[0]))
                 await ws.send(packb(reply))
                 self.requests += 1
                 prev_total_ms = (time.monotonic() - start) * 1000.0
         except ConnectionClosed:
             return
         finally:
-            self._record(episode.take(None, None))  # an episode left open: outcome unknown
+            if policy is not None:
+                self._record(episode.take(None, None), policy)  # an episode left open: outcome unknown
+                self.source.release(policy[0])
 
     # ------------------------------------------------------------------ running
     def serve(self) -> Any:
@@ -288,7 +330,8 @@ class PolicyServer:
         self.port = server.sockets[0].getsockname()[1]
 
     def close(self) -> None:
-        """Stop the inference thread and write the episodes still queued."""
+        """Stop following the registry and the inference thread, and write the episodes still queued."""
+        self.source.close()
         self.inference.close()
         if self.recorder is not None:
             self.recorder.close()
@@ -381,12 +424,22 @@ def check_args(args: argparse.Namespace) -> None:
     from policy_and_value.models.pi0.configuration_pi0 import policy_dir_problem
     from toolkits.deploy.spec import DEPLOY_FILE
 
+    if args.registry is not None:
+        from toolkits.deploy.registry import PolicyRegistry, RegistryError
+
+        try:
+            args.policy_dir = str(PolicyRegistry(args.registry).current_path())
+        except RegistryError as err:
+            raise config_error("--registry", args.registry, str(err).split(": ", 1)[-1]) from None
+        if not args.follow_interval > 0:
+            raise config_error("--follow-interval", args.follow_interval, "must be > 0 seconds")
+    flag = "--policy-dir" if args.registry is None else "--registry (its current version)"
     problem = policy_dir_problem(args.policy_dir)
     if problem is not None:
-        raise config_error("--policy-dir", args.policy_dir, problem)
+        raise config_error(flag, args.policy_dir, problem)
     if not (Path(args.policy_dir) / DEPLOY_FILE).is_file() and not args.cameras:
         raise config_error(
-            "--policy-dir", args.policy_dir,
+            flag, args.policy_dir,
             f"no {DEPLOY_FILE}; pass --cameras with the camera names in the order the policy was trained with "
             "(e.g. --cameras corner gripperPOV), or write one: python -m toolkits.deploy.spec --policy-dir DIR --env ENV",
         )  # fmt: skip
@@ -423,8 +476,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog=tool_prog("toolkits.deploy.serve_policy"), description=__doc__.splitlines()[0]
     )
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--policy-dir", help="an exported policy directory (export_policy) or any pi0 one")
+    which.add_argument("--registry", help="a policy registry: serve its current version and follow it")
     p.add_argument(
-        "--policy-dir", required=True, help="an exported policy directory (export_policy) or any pi0 one"
+        "--follow-interval", type=float, default=2.0, help="with --registry: seconds between pointer checks"
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (0: any free port, printed)")
@@ -474,11 +530,20 @@ def main(argv: list[str] | None = None) -> int:
         log.warning(
             "listening on %s without --api-key: anyone who reaches the port can drive the policy", args.host
         )
-    try:
-        served = ServedPolicy(
-            args.policy_dir, args.cameras, args.tasks, args.image_keys, args.state_key, args.prompt_key,
-            args.seed, args.device,
+
+    def load(policy_dir: str | Path) -> ServedPolicy:
+        return ServedPolicy(
+            policy_dir, args.cameras, args.tasks, args.image_keys, args.state_key, args.prompt_key, args.seed,
+            args.device,
         )  # fmt: skip
+
+    try:
+        if args.registry is not None:
+            from toolkits.deploy.registry import PolicyRegistry
+
+            served = RegistryFollower(PolicyRegistry(args.registry), load, args.follow_interval)
+        else:
+            served = load(args.policy_dir)
         server = PolicyServer(
             served, args.host, args.port, args.api_key, args.max_message_mb, args.max_batch, args.record,
             args.record_max_steps,
@@ -500,8 +565,11 @@ def main(argv: list[str] | None = None) -> int:
         if task.done():
             await task  # raises the bind error
         meta = server.metadata
+        following = (
+            f" (version {server.source.version} of {args.registry}, followed)" if args.registry else ""
+        )
         print(
-            f"serving {args.policy_dir} on ws://{server.host}:{server.port} (cameras {meta['cameras']} as "
+            f"serving {args.policy_dir}{following} on ws://{server.host}:{server.port} (cameras {meta['cameras']} as "
             f"{meta['image_keys']}, state {meta['state_dim']} as {meta['state_key']!r}, chunks of "
             f"{meta['chunk_size']} x {meta['action_dim']} actions)"
             + (f", recording episodes to {args.record}" if args.record else ""),
