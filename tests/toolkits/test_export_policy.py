@@ -61,6 +61,11 @@ def actions(policy, seed: int = 0) -> torch.Tensor:
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
+    """The checkpoint of ``write_checkpoint`` (built once for the module)."""
+    return write_checkpoint(tmp_path_factory.mktemp("log"))
+
+
+def write_checkpoint(log_dir: Path):
     """A ``global_step_3`` checkpoint laid out as the runner writes it: actor DCP (model + optimiser),
     rollout safetensors (other weights than the actor's, as with EMA), runner state and config.yaml."""
     import torch.distributed.checkpoint as dcp
@@ -73,7 +78,7 @@ def checkpoint(tmp_path_factory):
 
     cfg = JobConfig.model_validate(JOB)
     rollout, actor = job_policy(cfg, seed=1), job_policy(cfg, seed=2)
-    step = tmp_path_factory.mktemp("log") / "checkpoints" / "global_step_3"
+    step = log_dir / "checkpoints" / "global_step_3"
     (step / "rollout").mkdir(parents=True)
     save_file(
         {k: v.contiguous() for k, v in rollout.state_dict().items()},

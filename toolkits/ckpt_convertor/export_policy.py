@@ -227,6 +227,7 @@ def deploy_spec(cfg: Any, policy: Any, checkpoint: Path, weights: str) -> Any:
     source = {
         "checkpoint": str(checkpoint.resolve()), "weights": weights, "global_step": named_step(str(checkpoint)),
         "experiment": cfg.runner.logger.experiment_name, "lora_merged": bool(cfg.model.pi0.get("is_lora")),
+        "norm_stats": bool(policy.normalizer.stats()),  # False: trained without (identity), served the same
     }  # fmt: skip
     where = f"{checkpoint / 'config.yaml'}: env.{'eval' if env is cfg.env.eval else 'train'}"
     try:
@@ -261,6 +262,7 @@ def export_policy(
     from policy_and_value.models.registry import make_policy
     from toolkits.base.checkpoint import verify_checkpoint
     from toolkits.base.model_dir import replace_dir_atomically
+    from toolkits.deploy.deploy_checks import norm_stats_problem
     from toolkits.deploy.registry import PolicyRegistry
 
     if weights not in WEIGHTS_CHOICES:
@@ -289,6 +291,14 @@ def export_policy(
     load_strict(policy, state, source)
     policy = merged_policy(policy.eval())
     deploy = deploy_spec(cfg, policy, ckpt, weights)
+    problem = norm_stats_problem(
+        policy.normalizer.stats(), policy.cfg.norm_mode, deploy.state_dim, deploy.action_dim, deploy.action_low,
+        deploy.action_high, trained_without=not deploy.source["norm_stats"],
+    )  # fmt: skip
+    if problem is not None:
+        raise ExportError(
+            f"--checkpoint={ckpt}: {problem} (rollout.model_dir {init_dir} gave the statistics)"
+        )
 
     def write(tmp: Path) -> None:
         """Fill the temporary directory (renamed into place when complete)."""

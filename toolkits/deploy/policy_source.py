@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from toolkits.deploy.deploy_checks import policy_dir_deploy_problem
 from toolkits.deploy.registry import PolicyRegistry, RegistryError
 from toolkits.deploy.served import ServedPolicy
 
@@ -96,7 +97,11 @@ class RegistryFollower:
         if version is None or version == self.version or version in self.refused:
             return False
         try:
-            new = self.loaded.get(version) or self.load(self.registry.path(version))
+            path = self.registry.path(version)
+            problem = None if version in self.loaded else policy_dir_deploy_problem(path)
+            if problem is not None:
+                raise ValueError(problem)
+            new = self.loaded.get(version) or self.load(path)
         except Exception as err:  # noqa: BLE001 - a broken version must not stop the server
             self.refused[version] = f"cannot load it: {' '.join(str(err).split())}"
             log.error(

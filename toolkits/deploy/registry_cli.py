@@ -36,8 +36,9 @@ def _version(registry: PolicyRegistry, text: str | None) -> int:
 
 def _publish(args: argparse.Namespace) -> str:
     from policy_and_value.models.pi0.configuration_pi0 import policy_dir_problem
+    from toolkits.deploy.deploy_checks import policy_dir_deploy_problem
 
-    problem = policy_dir_problem(args.policy_dir)
+    problem = policy_dir_problem(args.policy_dir) or policy_dir_deploy_problem(args.policy_dir)
     if problem is not None:
         raise config_error("--policy-dir", args.policy_dir, problem)
     registry = PolicyRegistry(args.registry)

@@ -422,6 +422,7 @@ def check_args(args: argparse.Namespace) -> None:
     """Every flag of the command line, before the policy loads: one ``config error`` line naming the flag,
     the value and what is allowed."""
     from policy_and_value.models.pi0.configuration_pi0 import policy_dir_problem
+    from toolkits.deploy.deploy_checks import policy_dir_deploy_problem
     from toolkits.deploy.spec import DEPLOY_FILE
 
     if args.registry is not None:
@@ -435,6 +436,8 @@ def check_args(args: argparse.Namespace) -> None:
             raise config_error("--follow-interval", args.follow_interval, "must be > 0 seconds")
     flag = "--policy-dir" if args.registry is None else "--registry (its current version)"
     problem = policy_dir_problem(args.policy_dir)
+    if problem is None:
+        problem = policy_dir_deploy_problem(args.policy_dir, args.cameras)
     if problem is not None:
         raise config_error(flag, args.policy_dir, problem)
     if not (Path(args.policy_dir) / DEPLOY_FILE).is_file() and not args.cameras:
