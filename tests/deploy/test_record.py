@@ -133,9 +133,9 @@ def test_connection_closed_without_outcome_saves_an_unknown_outcome(recording):
     assert len(wait_for_episodes(root, 2)) == 2
 
 
-def test_concurrent_clients_record_separate_episodes(recording):
+def test_32_concurrent_clients_record_separate_episodes(recording):
     root = recording.server.recorder.root
-    clients, barrier = 6, threading.Barrier(6)
+    clients, barrier = 32, threading.Barrier(32)  # 32 robots recording at once
     prompts = list(QUICKSTART_TASKS)
 
     def run(c: int) -> dict:

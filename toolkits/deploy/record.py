@@ -211,6 +211,8 @@ class EpisodeRecorder:
                     f"--record={root}: holds episodes with {key}={have[key]}, this policy has {info[key]}; "
                     "record into a new directory"
                 )
+        for rel in self.writer.adopted:  # written before a crash, not yet indexed
+            log.warning("%s: recorded before the last stop, added to %s/index.json", rel, root)
         self.writer.close(self.summary())  # a readable (maybe empty) dataset from the start
         self.written = 0
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="recorder")

@@ -7,6 +7,7 @@ reward-model training through ``EpisodeDataset`` (lazy: frames are read only whe
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,7 @@ import numpy as np
 
 from toolkits.base.atomic import write_json_atomically
 
+log = logging.getLogger("toolkits.episodes")
 FORMAT_NAME = "worldrl-episodes"
 FORMAT_VERSION = 1
 INDEX = "index.json"
@@ -63,13 +65,46 @@ class EpisodeWriter:
             "info": info or {},
             "episodes": [],
         }
+        self.adopted: list[str] = []
         path = os.path.join(root, INDEX)
         if append and os.path.isfile(path):
             self.index = read_index(path)
+        if append:
+            self.adopted = self._adopt_orphans()
+
+    def _adopt_orphans(self) -> list[str]:
+        """After a writer was killed between an episode's file and the index: list the whole episode files the
+        index lacks (each renamed into place complete), in order, and remove half-written ``.tmp`` files."""
+        folder = os.path.join(self.root, "episodes")
+        listed = {e["file"] for e in self.index["episodes"]}
+        adopted = []
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".tmp"):
+                os.remove(os.path.join(folder, name))
+                continue
+            rel = os.path.join("episodes", name)
+            if not name.endswith(".h5") or rel in listed:
+                continue
+            try:
+                with h5py.File(os.path.join(self.root, rel), "r") as f:
+                    meta = {k: json.loads(v) for k, v in f.attrs.items()}
+                    length = int(f["actions"].shape[0])
+            except (OSError, KeyError, ValueError) as err:  # not one this writer made: kept aside, not read
+                quarantine = os.path.join(self.root, "quarantine")
+                os.makedirs(quarantine, exist_ok=True)
+                os.replace(os.path.join(self.root, rel), os.path.join(quarantine, name))
+                log.warning("%s: unreadable, moved to %s (%s)", rel, quarantine, " ".join(str(err).split()))
+                continue
+            self.index["episodes"].append({"file": rel, "length": length, **meta})
+            adopted.append(rel)
+        return adopted
 
     def write(self, ep: Episode) -> str:
         """Store one episode; returns its path relative to the dataset root."""
-        rel = os.path.join("episodes", f"episode_{len(self.index['episodes']):06d}.h5")
+        number = len(self.index["episodes"])
+        while os.path.exists(os.path.join(self.root, "episodes", f"episode_{number:06d}.h5")):
+            number += 1  # never over a file already there
+        rel = os.path.join("episodes", f"episode_{number:06d}.h5")
         path = os.path.join(self.root, rel)
         with h5py.File(path + ".tmp", "w") as f:
             f.create_dataset(
