@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "toolkits.deploy.registry_cli",
         "versioned policy directories: publish, list, roll back",
     ),
+    "improve": (
+        "toolkits.online.improver",
+        "improve a registry's policy on its server's recordings, gate, publish",
+    ),
     "robot-client": ("toolkits.deploy.robot_client", "play Meta-World episodes through a policy server"),
 }
 EPISODE_TOOLS: dict[str, tuple[str, str]] = {

@@ -1,0 +1,279 @@
+"""The improver: watch a server's recordings; when enough new episodes with an outcome have arrived, improve the
+registry's current policy on them, gate the candidate against the current version and publish it if it passes.
+
+    worldrl improve [online/improve_metaworld] registry=R recordings=D work_dir=W [reward_model=M] [key=value ...]
+
+A round: the new episodes are checked (an unreadable one is quarantined: listed in the state with one log line, never
+read again); every ``holdout_every``-th is held out for the gate. The policy is trained warm from the current version
+on every recorded training episode so far: advantage-conditioned imitation when a reward model labels them, else
+filtered imitation of the successful ones (all a robot's success flag gives). The gate compares the candidate's
+flow-matching loss on the held-out episodes with the current version's and, in simulation (``gate.eval_tasks``),
+their Meta-World success on layouts never served. A candidate that passes becomes the next version (its manifest:
+parent, round, episodes, gate metrics); the server following the registry serves it from the next episode.
+
+``work_dir/state.json`` (rewritten atomically after each round) keeps which episodes were used, held out or
+quarantined and every round's decision; a killed improver restarts at the round it was in, and a round it had already
+published is not published twice. Progress and decisions go to its log and to TensorBoard (``work_dir/tensorboard``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from toolkits.base.atomic import directory_written_atomically, write_json_atomically
+from toolkits.online.config import ImproverConfig, check_improver
+
+STATE = "state.json"
+
+
+def sft_job_data(cfg: ImproverConfig, data: str, out: str, init: Path) -> dict[str, Any]:
+    """The imitation job of a round, composed: warm from the version ``init`` (its state type) on ``data``; the
+    user's ``sft_overrides`` last."""
+    from toolkits.base.compose import compose_config
+
+    conditioned = cfg.reward_model is not None
+    state_type = json.loads((init / "deploy.json").read_text()).get("state_type") or "full"
+    overrides = [f"data.path={data}", f"output_dir={out}", f"init_model_dir={init}", "data.holdout_fraction=0",
+                 f"data.success_only={str(not conditioned).lower()}", f"data.state_type={state_type}",
+                 f"model.pi0.with_advantage_condition={str(conditioned).lower()}", *cfg.sft_overrides]  # fmt: skip
+    return compose_config(cfg.sft_config, overrides)
+
+
+def check(cfg: ImproverConfig) -> None:
+    """``check_improver`` and the round's imitation job composed and validated with the user's overrides."""
+    from pydantic import ValidationError
+
+    from policy_and_value.offline.config import SFTConfig
+    from toolkits.base.errors import ConfigError, format_validation_error
+    from toolkits.deploy.registry import PolicyRegistry
+
+    check_improver(cfg)
+    data = sft_job_data(cfg, cfg.recordings, cfg.work_dir, PolicyRegistry(cfg.registry).current_path())
+    try:
+        SFTConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(f"{format_validation_error(err, data, SFTConfig)} (sft_overrides)") from None
+
+
+class Improver:
+    """One improver over ``cfg``'s registry and recordings; ``run`` loops, ``round_if_ready`` does one check."""
+
+    def __init__(self, cfg: ImproverConfig, log=print):
+        from toolkits.base.metric_logger import MetricLogger
+        from toolkits.deploy.registry import PolicyRegistry
+
+        self.cfg, self.log = cfg, log
+        self.registry = PolicyRegistry(cfg.registry)
+        self.work = Path(cfg.work_dir)
+        self.work.mkdir(parents=True, exist_ok=True)
+        path = self.work / STATE
+        self.state: dict[str, Any] = (
+            json.loads(path.read_text()) if path.is_file()
+            else {"train": [], "heldout": [], "quarantined": {}, "seen": 0, "rounds": []}
+        )  # fmt: skip
+        self.metrics = MetricLogger(str(self.work), ["tensorboard"], "worldrl", "improver", cfg.model_dump())
+
+    # ---- episodes
+    def new_episodes(self) -> list[str]:
+        """Recorded episodes with a known outcome not used, held out or quarantined yet (unreadable ones are
+        quarantined here)."""
+        from toolkits.episodes import EpisodeDataset
+
+        ds = EpisodeDataset(self.cfg.recordings)
+        known = {
+            *self.state["train"],
+            *self.state["heldout"],
+            *self.state["quarantined"],
+            *self.state.get("pending", []),
+        }
+        fresh = []
+        for i, entry in enumerate(ds.entries):
+            if entry["file"] in known or entry.get("success_once") is None:  # outcome unknown: not used
+                continue
+            try:
+                ds[i]
+            except Exception as err:  # noqa: BLE001 - any unreadable file is set aside, the service goes on
+                reason = " ".join(str(err).split())[:300]
+                self.state["quarantined"][entry["file"]] = reason
+                self.log(f"improver: {entry['file']} quarantined: {reason}")
+                continue
+            fresh.append(entry["file"])
+        return fresh
+
+    def _subset(self, files: list[str], dst: Path) -> str:
+        """A dataset of the recordings' ``files`` at ``dst`` (hard links, else copies; its own index)."""
+        from toolkits.episodes.format import read_index
+
+        index = read_index(os.path.join(self.cfg.recordings, "index.json"))
+        wanted = set(files)
+        shutil.rmtree(dst, ignore_errors=True)
+        with directory_written_atomically(str(dst)) as tmp:
+            os.makedirs(os.path.join(tmp, "episodes"))
+            entries = [e for e in index["episodes"] if e["file"] in wanted]
+            for entry in entries:
+                src, out = os.path.join(self.cfg.recordings, entry["file"]), os.path.join(tmp, entry["file"])
+                try:
+                    os.link(src, out)
+                except OSError:
+                    shutil.copy2(src, out)
+            write_json_atomically(
+                os.path.join(tmp, "index.json"), {**index, "episodes": entries, "summary": {}}
+            )
+        return str(dst)
+
+    # ---- a round
+    def round_if_ready(self) -> dict[str, Any] | None:
+        """Take the new episodes; run a round when ``min_new_episodes`` wait (returns its record), else None."""
+        fresh = self.new_episodes()
+        pending = self.state.get("pending", []) + fresh
+        if len(pending) < self.cfg.min_new_episodes:
+            self.state["pending"] = pending
+            self._save()
+            return None
+        for name in pending:
+            self.state["seen"] += 1
+            self.state["heldout" if self.state["seen"] % self.cfg.holdout_every == 0 else "train"].append(
+                name
+            )
+        self.state["pending"] = []
+        self._save()
+        return self.run_round(len(self.state["rounds"]) + 1, len(pending))
+
+    def run_round(self, number: int, new: int) -> dict[str, Any]:
+        """Train, gate and (if it passes) publish round ``number``'s candidate; the round's record."""
+        from policy_and_value.offline.config import SFTConfig
+        from policy_and_value.offline.train_sft import train_sft
+
+        start, cfg = time.time(), self.cfg
+        parent = self.registry.current()
+        assert parent is not None  # checked before any work
+        done = self._published(number)
+        if done is not None:  # killed after publishing, before the state was written
+            return self._finish({"round": number, "published": done, "parent": parent, "resumed": True})
+        where = self.work / f"round_{number:03d}"
+        data = self._subset(self.state["train"], where / "train")
+        held = self._subset(self.state["heldout"], where / "heldout")
+        if cfg.reward_model is not None:
+            from reward_models.label import label_dataset
+
+            for name in ("train", "heldout"):
+                label_dataset(
+                    cfg.reward_model, str(where / name), str(where / f"{name}_labelled"), cfg.label_horizon
+                )
+            data, held = str(where / "train_labelled"), str(where / "heldout_labelled")
+        self.log(f"improver: round {number}: {new} new episodes; training on {len(self.state['train'])}, "
+                 f"{len(self.state['heldout'])} held out; from version {parent}")  # fmt: skip
+        current = self.registry.path(parent)
+        job = SFTConfig.model_validate(sft_job_data(cfg, data, str(where / "sft"), current))
+        candidate = train_sft(job, log=self.log)
+        shutil.copy2(current / "deploy.json", candidate / "deploy.json")  # the same robot-facing interface
+        gate = self.gate(current, candidate, held)
+        record = {"round": number, "parent": parent, "new_episodes": new, "gate": gate,
+                  "train_episodes": len(self.state["train"]), "heldout_episodes": len(self.state["heldout"])}  # fmt: skip
+        if gate["passed"]:
+            source = {"improver_round": number, "improver_work_dir": str(self.work.resolve()),
+                      "recordings": str(Path(cfg.recordings).resolve()), "episodes": len(self.state["train"]),
+                      "recipe": "advantage-conditioned imitation" if cfg.reward_model else "filtered imitation"}  # fmt: skip
+            record["published"] = self.registry.publish_directory(candidate, source=source, gate=gate)
+        record["seconds"] = round(time.time() - start, 1)
+        return self._finish(record)
+
+    def gate(self, current: Path, candidate: Path, held: str) -> dict[str, Any]:
+        """The candidate against the current version: held-out loss ratio and (in simulation) success gain."""
+        from policy_and_value.models.pi0 import from_pretrained
+        from policy_and_value.offline.dataset import ChunkDataset
+        from policy_and_value.offline.train_sft import heldout_loss
+        from toolkits.episodes import EpisodeDataset
+
+        cfg = self.cfg.gate
+        episodes = EpisodeDataset(held, success=None if self.cfg.reward_model else True)
+        out: dict[str, Any] = {}
+        if len(episodes):
+            losses = {}
+            for name, path in (("current", current), ("candidate", candidate)):
+                policy = from_pretrained(path).eval()
+                deploy = json.loads((path / "deploy.json").read_text())
+                chunks = ChunkDataset(episodes, policy.cfg.chunk_size, state_type=deploy.get("state_type") or "full",
+                                      with_advantages=policy.cfg.with_advantage_condition and self.cfg.reward_model
+                                      is not None)  # fmt: skip
+                losses[name] = heldout_loss(policy, chunks)
+            out.update(heldout_loss_current=losses["current"], heldout_loss_candidate=losses["candidate"],
+                       heldout_loss_ratio=losses["candidate"] / max(losses["current"], 1e-12))  # fmt: skip
+        passed = out.get("heldout_loss_ratio", 0.0) <= cfg.max_heldout_loss_ratio
+        if cfg.eval_tasks:
+            success = {name: self.simulator_success(path) for name, path in (("current", current),
+                                                                             ("candidate", candidate))}  # fmt: skip
+            out.update(success_current=success["current"], success_candidate=success["candidate"],
+                       success_gain=success["candidate"] - success["current"])  # fmt: skip
+            passed = passed and out["success_gain"] >= cfg.min_success_gain
+        out["passed"] = bool(passed)
+        return out
+
+    def simulator_success(self, policy_dir: Path) -> float:
+        """Mean Meta-World success of ``policy_dir`` on ``gate.eval_tasks`` (layouts of ``gate.eval_layout_seed``)."""
+        from policy_and_value.models.pi0 import from_pretrained
+        from policy_and_value.offline.evaluate import evaluate_in_metaworld
+
+        cfg, deploy = self.cfg.gate, json.loads((policy_dir / "deploy.json").read_text())
+        res = evaluate_in_metaworld(
+            from_pretrained(policy_dir), cfg.eval_tasks, cfg.eval_episodes, deploy["cameras"], deploy["image_size"],
+            deploy.get("state_type") or "full", cfg.eval_max_episode_steps, seed=1000, layout_seed=cfg.eval_layout_seed,
+        )  # fmt: skip
+        return sum(r["success_rate"] for r in res.values()) / len(res)
+
+    def _published(self, number: int) -> int | None:
+        """The version this work dir already published for round ``number`` (None: not published)."""
+        for version in self.registry.versions():
+            source = self.registry.manifest(version).source
+            if source.get("improver_round") == number and source.get("improver_work_dir") == str(
+                self.work.resolve()
+            ):
+                return version
+        return None
+
+    def _finish(self, record: dict[str, Any]) -> dict[str, Any]:
+        self.state["rounds"].append(record)
+        self._save()
+        gate = record.get("gate", {})
+        self.metrics.log({f"gate/{k}": float(v) for k, v in gate.items()}
+                         | {"round/published": float(record.get("published") is not None)}, record["round"])  # fmt: skip
+        decision = f"published version {record['published']}" if record.get("published") else "not published"
+        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in gate.items())
+        self.log(f"improver: round {record['round']}: {decision} (from version {record['parent']}; {shown})")
+        return record
+
+    def _save(self) -> None:
+        write_json_atomically(str(self.work / STATE), self.state)
+
+    def run(self) -> None:
+        """Check every ``poll_seconds`` until stopped (``once``: a single check; ``max_rounds``: that many)."""
+        self.log(f"improver: watching {self.cfg.recordings} for {self.cfg.registry} (current version "
+                 f"{self.registry.current()}; a round every {self.cfg.min_new_episodes} new episodes)")  # fmt: skip
+        try:
+            while True:
+                self.round_if_ready()
+                done = self.cfg.max_rounds is not None and len(self.state["rounds"]) >= self.cfg.max_rounds
+                if self.cfg.once or done:
+                    return
+                time.sleep(self.cfg.poll_seconds)
+        finally:
+            self.metrics.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: compose ``configs/online/<CONFIG>.yaml`` with overrides, check, improve until stopped."""
+    from toolkits.base.cli import job_cli
+
+    return job_cli(
+        argv, "online/improve_metaworld", ImproverConfig, check, lambda c: Improver(c).run(), __doc__
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
