@@ -52,6 +52,9 @@ class SFTConfig(Strict):
     setting: Setting = "privileged"
     model: ModelConfig = Field(default_factory=lambda: ModelConfig(policy_type="pi0", add_value_head=False))
     norm_mode: Literal["quantile", "mean_std", "none"] = "quantile"
+    # data: statistics of the training data; init: keep init_model_dir's (finetuning a deployed policy on a few
+    # new episodes, whose statistics would move every input the policy learned on)
+    norm_stats_from: Literal["data", "init"] = "data"
     augment: AugmentConfig = Field(default_factory=AugmentConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     output_dir: str = "logs/sft"

@@ -49,6 +49,12 @@ def check_config(cfg: SFTConfig) -> None:
         raise _fail("model.policy_type", cfg.model.policy_type, "imitation training supports pi0 and pi05")
     if cfg.init_model_dir is not None and not os.path.isfile(os.path.join(cfg.init_model_dir, "config.json")):
         raise _fail("init_model_dir", cfg.init_model_dir, "not a policy directory (no config.json)")
+    if cfg.norm_stats_from == "init" and (
+        cfg.init_model_dir is None or not os.path.isfile(os.path.join(cfg.init_model_dir, "norm_stats.json"))
+    ):
+        raise _fail(
+            "norm_stats_from", "init", f"init_model_dir={cfg.init_model_dir} has no norm_stats.json to keep"
+        )
     if advantage_conditioned(cfg) and "labels" not in dataset.info:
         raise _needs_labels(cfg)
     if "advantage_dropout" in cfg.data.model_fields_set and not advantage_conditioned(cfg):
@@ -139,7 +145,7 @@ def train_sft(cfg: SFTConfig, log=print) -> Path:
     chunks = dict(state_type=cfg.data.state_type, cameras=cfg.data.cameras, with_advantages=conditioned)
     train = ChunkDataset(episodes, horizon, indices=train_ids, **chunks)
     held = ChunkDataset(episodes, horizon, indices=held_ids, **chunks) if held_ids else None
-    if not resume_from:
+    if not resume_from and cfg.norm_stats_from == "data":
         policy.set_norm_stats(
             {"state": Stats.from_data(train.state), "actions": Stats.from_data(train.actions)}
         )

@@ -97,6 +97,21 @@ def test_train_writes_a_policy_dir_and_resumes_exactly(dataset, tmp_path):
         torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=key)
 
 
+def test_finetuning_keeps_the_init_policys_statistics_when_asked(dataset, tmp_path):
+    from policy_and_value.models.pi0 import load_norm_stats
+
+    quiet = lambda *_: None  # noqa: E731
+    first = train_sft(_cfg(dataset, tmp_path / "a"), log=quiet)
+    more = ("data.holdout_fraction=0.5", "train.max_steps=3")  # other episodes: other statistics
+    kept = train_sft(
+        _cfg(dataset, tmp_path / "b", f"init_model_dir={first}", "norm_stats_from=init", *more), log=quiet
+    )
+    moved = train_sft(_cfg(dataset, tmp_path / "c", f"init_model_dir={first}", *more), log=quiet)
+    a, b, c = (load_norm_stats(d / "norm_stats.json") for d in (first, kept, moved))
+    torch.testing.assert_close(a["state"].q99, b["state"].q99, rtol=0, atol=0)
+    assert not torch.allclose(a["state"].q99, c["state"].q99)
+
+
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
@@ -108,6 +123,10 @@ def test_train_writes_a_policy_dir_and_resumes_exactly(dataset, tmp_path):
         (["model.policy_type=cnn_actor_critic"], "config error: model.policy_type='cnn_actor_critic'"),
         (["init_model_dir=/tmp"], "config error: init_model_dir='/tmp': not a policy directory"),
         (["data.advantage_dropout=0.5"], "config error: data.advantage_dropout=0.5: only used with"),
+        (
+            ["norm_stats_from=init"],
+            "config error: norm_stats_from='init': init_model_dir=None has no norm_stats",
+        ),
         (  # the shipped policy reads an advantage, so fine-tuning it needs labels
             [f"init_model_dir={REPO / 'assets' / 'quickstart' / 'policy'}"],
             "config error: model.pi0.with_advantage_condition=True: needs per-step advantages",

@@ -40,6 +40,7 @@ def sft_job_data(cfg: ImproverConfig, data: str, out: str, init: Path) -> dict[s
     conditioned = cfg.reward_model is not None
     state_type = json.loads((init / "deploy.json").read_text()).get("state_type") or "full"
     overrides = [f"data.path={data}", f"output_dir={out}", f"init_model_dir={init}", "data.holdout_fraction=0",
+                 "norm_stats_from=init",
                  f"data.success_only={str(not conditioned).lower()}", f"data.state_type={state_type}",
                  f"model.pi0.with_advantage_condition={str(conditioned).lower()}", *cfg.sft_overrides]  # fmt: skip
     return compose_config(cfg.sft_config, overrides)
