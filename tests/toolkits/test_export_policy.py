@@ -216,3 +216,20 @@ def test_export_publishes_into_a_registry_as_the_next_version(checkpoint, tmp_pa
     with pytest.raises(SystemExit):  # argparse: one of the two
         main(["--checkpoint", str(step), "--registry", str(root), "--out", str(tmp_path / "p")])
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_export_in_openpi_layout_is_read_back_with_its_statistics_where_openpi_looks(checkpoint, tmp_path):
+    from safetensors.torch import load_file
+
+    from policy_and_value.models.pi0 import from_pretrained, load_norm_stats
+    from policy_and_value.models.pi0.weights import is_openpi_layout
+    from toolkits.ckpt_convertor.export_policy import main
+
+    step, _, rollout, _ = checkpoint
+    out = tmp_path / "openpi"
+    assert main(["--checkpoint", str(step), "--out", str(out), "--layout", "openpi"]) == 0
+    assert is_openpi_layout(list(load_file(str(out / "model.safetensors"))))
+    stats = load_norm_stats(out / "assets" / "metaworld" / "norm_stats.json")
+    assert set(stats) == {"state", "actions"} and stats["state"].q99.numel() == 39
+    torch.testing.assert_close(actions(from_pretrained(out).eval()), actions(rollout), atol=1e-5, rtol=1e-5)
+    assert main(["--checkpoint", str(step), "--out", str(tmp_path / "x"), "--asset-id", "../up"]) == 2

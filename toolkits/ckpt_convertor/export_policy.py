@@ -4,7 +4,9 @@
         [--weights rollout|actor] [--model-dir PATH]
     python -m toolkits.ckpt_convertor.export_policy --checkpoint ... --registry ROOT [--not-current]
 
-With ``--registry`` the directory is published as the next version of a policy registry
+With ``--layout openpi`` the weights are named as openpi's PyTorch port and the statistics are also written where
+openpi's policy loader looks, ``assets/<asset_id>/norm_stats.json`` (``--asset-id``, default the env type, e.g.
+``metaworld``); this repo reads both layouts. With ``--registry`` the directory is published as the next version of a policy registry
 (``toolkits/deploy/registry.py``; its manifest names the checkpoint and the weights) instead of written to ``--out``.
 
 ``--weights rollout`` (default) takes ``rollout/model.safetensors``, the (EMA) weights evaluation ran;
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -32,6 +35,7 @@ from toolkits.base.cli import tool_prog
 
 REPO = Path(__file__).resolve().parents[2]
 WEIGHTS_CHOICES = ("rollout", "actor")
+LAYOUTS = ("worldrl", "openpi")
 PI0_TYPES = ("pi0", "pi05")
 
 
@@ -253,6 +257,8 @@ def export_policy(
     model_dir: str | None = None,
     registry: str | Path | None = None,
     make_current: bool = True,
+    layout: str = "worldrl",
+    asset_id: str | None = None,
 ) -> Path:
     """Rebuild the job's policy from ``checkpoint``, load ``weights``, merge LoRA and write ``out`` atomically, or
     publish it as the next version of ``registry``; returns the directory written."""
@@ -267,6 +273,10 @@ def export_policy(
 
     if weights not in WEIGHTS_CHOICES:
         raise ExportError(f"--weights={weights}: allowed values: {', '.join(WEIGHTS_CHOICES)}")
+    if layout not in LAYOUTS:
+        raise ExportError(f"--layout={layout}: allowed values: {', '.join(LAYOUTS)}")
+    if asset_id is not None and (not asset_id or "/" in asset_id or asset_id.startswith(".")):
+        raise ExportError(f"--asset-id={asset_id}: a plain folder name (e.g. metaworld)")
     if (out is None) == (registry is None):
         raise ExportError("export: give one of --out DIR and --registry ROOT")
     ckpt = resolve_checkpoint(checkpoint)
@@ -302,8 +312,12 @@ def export_policy(
 
     def write(tmp: Path) -> None:
         """Fill the temporary directory (renamed into place when complete)."""
-        save_pretrained(policy, tmp)
+        save_pretrained(policy, tmp, layout=layout)
         deploy.save(tmp)
+        if layout == "openpi" and (tmp / "norm_stats.json").is_file():  # where openpi's loader reads them
+            folder = tmp / "assets" / (asset_id or deploy_env(cfg).env_type)
+            folder.mkdir(parents=True)
+            shutil.copy2(tmp / "norm_stats.json", folder / "norm_stats.json")
 
     if versions is not None:
         source = {"checkpoint": str(ckpt.resolve()), "weights": weights}
@@ -333,11 +347,16 @@ def main(argv: list[str] | None = None) -> int:
         "--weights", choices=WEIGHTS_CHOICES, default="rollout", help="rollout (EMA, evaluated) or actor"
     )
     p.add_argument("--model-dir", default=None, help="the job's rollout.model_dir, if it has moved")
+    p.add_argument(
+        "--layout", choices=LAYOUTS, default="worldrl", help="openpi: also readable by openpi's loader"
+    )
+    p.add_argument("--asset-id", default=None, help="with --layout openpi: assets/<asset_id>/norm_stats.json")
     args = p.parse_args(argv)
     try:
         out = export_policy(
-            args.checkpoint, args.out, args.weights, args.model_dir, args.registry, not args.not_current
-        )
+            args.checkpoint, args.out, args.weights, args.model_dir, args.registry, not args.not_current,
+            args.layout, args.asset_id,
+        )  # fmt: skip
     except (ExportError, CheckpointError, OSError, ValueError, KeyError) as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
