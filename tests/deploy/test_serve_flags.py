@@ -93,13 +93,14 @@ def test_a_port_in_use_is_one_line(nothing_loads, capsys):
 def test_a_port_taken_after_the_check_is_the_same_line(monkeypatch, capsys):
     """The port is checked before the model loads; one taken in between fails the bind itself, with the
     same line instead of a traceback."""
+    import toolkits.deploy.serve_checks as serve_checks
     import toolkits.deploy.serve_policy as serve_policy
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        monkeypatch.setattr(serve_policy, "check_bind", lambda host, port: None)
+        monkeypatch.setattr(serve_checks, "check_bind", lambda host, port: None)
         assert serve_policy.main(["--policy-dir", str(POLICY_DIR), "--port", str(port)]) == 2
     err = capsys.readouterr().err
     assert err.splitlines()[-1] == (

@@ -11,15 +11,19 @@ from contextlib import contextmanager
 from typing import Any
 
 
-def write_json_atomically(path: str, data: Any) -> None:
-    """``json.dump(data)`` to ``path`` via ``path.tmp`` and a rename."""
-    write_text_atomically(path, json.dumps(data, indent=1))
+def write_json_atomically(path: str, data: Any, durable: bool = False) -> None:
+    """``json.dump(data)`` to ``path`` via ``path.tmp`` and a rename (``durable``: fsynced before the rename)."""
+    write_text_atomically(path, json.dumps(data, indent=1), durable)
 
 
-def write_text_atomically(path: str, text: str) -> None:
-    """``text`` to ``path`` via ``path.tmp`` and a rename."""
+def write_text_atomically(path: str, text: str, durable: bool = False) -> None:
+    """``text`` to ``path`` via ``path.tmp`` and a rename; ``durable`` flushes it to the disk first, so a machine
+    that stops (not only a process) still finds the old file or the new one."""
     with open(path + ".tmp", "w") as f:
         f.write(text)
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(path + ".tmp", path)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkits.deploy.deploy_checks import policy_dir_deploy_problem
-from toolkits.deploy.registry import PolicyRegistry, RegistryError
+from toolkits.deploy.registry import PolicyRegistry
 from toolkits.deploy.served import ServedPolicy
 
 log = logging.getLogger("toolkits.deploy.policy_source")
@@ -53,13 +53,9 @@ class RegistryFollower:
 
     def __init__(self, registry: PolicyRegistry, load: Callable[[Path], ServedPolicy], interval: float = 2.0):
         self.registry, self.load, self.interval = registry, load, interval
-        version = registry.current()
-        if version is None:
-            raise RegistryError(
-                f"--registry={registry.root}: nothing published yet (worldrl registry publish)"
-            )
-        self.first = load(registry.path(version))
-        self.version = version
+        path = registry.current_path()  # raises when nothing is published
+        self.version = version = registry.current()
+        self.first = load(path)
         self.loaded: dict[int, ServedPolicy] = {version: self.first}
         self.holders: dict[int, int] = {version: 0}
         self.swaps = 0

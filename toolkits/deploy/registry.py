@@ -28,6 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from toolkits.base.atomic import write_json_atomically
+
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT.json"
 HISTORY = "history.jsonl"
@@ -84,16 +86,6 @@ def file_digests(directory: Path) -> dict[str, str]:
                 digest.update(block)
         out[path.relative_to(directory).as_posix()] = digest.hexdigest()
     return out
-
-
-def _write_json_durably(path: Path, data: Any) -> None:
-    """``data`` as JSON to ``path`` via a temp file, fsynced, and a rename: the old file or the new, whole."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w") as f:
-        f.write(json.dumps(data, indent=1))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _make_read_only(directory: Path) -> None:
@@ -186,7 +178,7 @@ class PolicyRegistry:
 
     def _move_pointer(self, version: int, reason: str, **extra: Any) -> None:
         move = {"version": version, "moved": now(), "reason": reason, "previous": self.current(), **extra}
-        _write_json_durably(self.root / CURRENT, move)
+        write_json_atomically(str(self.root / CURRENT), move, durable=True)  # under the lock: one writer
         with open(self.root / HISTORY, "a") as f:
             f.write(json.dumps(move) + "\n")
             f.flush()

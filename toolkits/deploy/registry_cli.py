@@ -28,10 +28,8 @@ def _version(registry: PolicyRegistry, text: str | None) -> int:
     """``--version`` as a number, or the current version when not given."""
     if text is not None:
         return parse_version(text)
-    current = registry.current()
-    if current is None:
-        raise RegistryError(f"--registry={registry.root}: nothing published yet (worldrl registry publish)")
-    return current
+    registry.current_path()  # raises when nothing is published yet
+    return registry.current()
 
 
 def _publish(args: argparse.Namespace) -> str:

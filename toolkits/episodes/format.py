@@ -50,6 +50,11 @@ def read_index(path: str) -> dict[str, Any]:
     return index
 
 
+def read_meta(f: h5py.File) -> dict[str, Any]:
+    """An episode file's metadata (each attribute JSON, as ``EpisodeWriter.write`` stores it)."""
+    return {k: json.loads(v) for k, v in f.attrs.items()}
+
+
 class EpisodeWriter:
     """Writes episodes into ``root`` and keeps ``index.json`` up to date (atomically replaced).
 
@@ -87,7 +92,7 @@ class EpisodeWriter:
                 continue
             try:
                 with h5py.File(os.path.join(self.root, rel), "r") as f:
-                    meta = {k: json.loads(v) for k, v in f.attrs.items()}
+                    meta = read_meta(f)
                     length = int(f["actions"].shape[0])
             except (OSError, KeyError, ValueError) as err:  # not one this writer made: kept aside, not read
                 quarantine = os.path.join(self.root, "quarantine")
@@ -157,7 +162,7 @@ class EpisodeDataset:
     def __getitem__(self, i: int) -> Episode:
         entry = self.entries[i]
         with h5py.File(os.path.join(self.root, entry["file"]), "r") as f:
-            meta = {k: json.loads(v) for k, v in f.attrs.items()}
+            meta = read_meta(f)
             return Episode(
                 f["images"][()], f["state"][()], f["actions"][()], f["rewards"][()], f["success"][()], meta
             )

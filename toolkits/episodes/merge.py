@@ -14,17 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 
 from toolkits.base.atomic import directory_written_atomically
 from toolkits.episodes.format import INDEX
-
-
-def _link_or_copy(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
+from toolkits.episodes.subset import link_or_copy
 
 
 def merge_datasets(sources: list[str], dst: str) -> int:
@@ -50,7 +43,7 @@ def merge_datasets(sources: list[str], dst: str) -> int:
         for src, index in zip(sources, indexes, strict=True):
             for entry in index["episodes"]:
                 file = os.path.join("episodes", f"episode_{len(entries):06d}.h5")
-                _link_or_copy(os.path.join(src, entry["file"]), os.path.join(tmp, file))
+                link_or_copy(os.path.join(src, entry["file"]), os.path.join(tmp, file))
                 entries.append(
                     {**entry, "file": file, "task_id": tasks.index(entry["task"]), "merged_from": src}
                 )

@@ -36,17 +36,31 @@ def write_subset(src: str, dst: str, per_task: int, failed_per_task: int = 0, se
     for (_, ok), members in sorted(groups.items()):
         k = per_task if ok else failed_per_task
         chosen += rng.permutation(members)[:k].tolist()
-    entries = []
+    entries = [dict(index["episodes"][i]) for i in sorted(chosen)]
+    info = {**index.get("info", {}), "subset_of": src, "subset_seed": seed}
+    return write_dataset(src, dst, {**index, "info": info, "episodes": entries})
+
+
+def link_or_copy(src: str, dst: str) -> None:
+    """A hard link of ``src`` at ``dst`` (no second copy of the frames), else a copy (another file system)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def write_dataset(src: str, dst: str, index: dict, link: bool = False) -> int:
+    """The new dataset ``dst`` of ``index``, whose episodes are files of ``src``: each copied (``link``: hard-linked
+    where it can be), the whole built beside ``dst`` and renamed into place; returns the number of episodes."""
     with directory_written_atomically(dst) as tmp:
         os.makedirs(os.path.join(tmp, "episodes"))
-        for i in sorted(chosen):
-            entry = dict(index["episodes"][i])
-            shutil.copy2(os.path.join(src, entry["file"]), os.path.join(tmp, entry["file"]))
-            entries.append(entry)
-        info = {**index.get("info", {}), "subset_of": src, "subset_seed": seed}
+        for entry in index["episodes"]:
+            (link_or_copy if link else shutil.copy2)(
+                os.path.join(src, entry["file"]), os.path.join(tmp, entry["file"])
+            )
         with open(os.path.join(tmp, INDEX), "w") as f:
-            json.dump({**index, "info": info, "episodes": entries}, f, indent=1)
-    return len(entries)
+            json.dump(index, f, indent=1)
+    return len(index["episodes"])
 
 
 def main(argv: list[str] | None = None) -> int:

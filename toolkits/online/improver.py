@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from toolkits.base.atomic import directory_written_atomically, write_json_atomically
+from toolkits.base.atomic import write_json_atomically
 from toolkits.online.config import ImproverConfig, check_improver
 
 STATE = "state.json"
@@ -76,7 +76,7 @@ class Improver:
         path = self.work / STATE
         self.state: dict[str, Any] = (
             json.loads(path.read_text()) if path.is_file()
-            else {"train": [], "heldout": [], "quarantined": {}, "seen": 0, "rounds": []}
+            else {"train": [], "heldout": [], "quarantined": {}, "rounds": []}
         )  # fmt: skip
         self.metrics = MetricLogger(str(self.work), ["tensorboard"], "worldrl", "improver", cfg.model_dump())
 
@@ -108,24 +108,15 @@ class Improver:
         return fresh
 
     def _subset(self, files: list[str], dst: Path) -> str:
-        """A dataset of the recordings' ``files`` at ``dst`` (hard links, else copies; its own index)."""
+        """A dataset of the recordings' ``files`` at ``dst`` (hard links where it can; its own index)."""
         from toolkits.episodes.format import read_index
+        from toolkits.episodes.subset import write_dataset
 
         index = read_index(os.path.join(self.cfg.recordings, "index.json"))
         wanted = set(files)
-        shutil.rmtree(dst, ignore_errors=True)
-        with directory_written_atomically(str(dst)) as tmp:
-            os.makedirs(os.path.join(tmp, "episodes"))
-            entries = [e for e in index["episodes"] if e["file"] in wanted]
-            for entry in entries:
-                src, out = os.path.join(self.cfg.recordings, entry["file"]), os.path.join(tmp, entry["file"])
-                try:
-                    os.link(src, out)
-                except OSError:
-                    shutil.copy2(src, out)
-            write_json_atomically(
-                os.path.join(tmp, "index.json"), {**index, "episodes": entries, "summary": {}}
-            )
+        shutil.rmtree(dst, ignore_errors=True)  # a round a killed improver left half done
+        entries = [e for e in index["episodes"] if e["file"] in wanted]
+        write_dataset(self.cfg.recordings, str(dst), {**index, "episodes": entries, "summary": {}}, link=True)
         return str(dst)
 
     # ---- a round
@@ -137,11 +128,9 @@ class Improver:
             self.state["pending"] = pending
             self._save()
             return None
-        for name in pending:
-            self.state["seen"] += 1
-            self.state["heldout" if self.state["seen"] % self.cfg.holdout_every == 0 else "train"].append(
-                name
-            )
+        for name in pending:  # the k-th episode assigned is held out when k is a multiple of holdout_every
+            k = len(self.state["train"]) + len(self.state["heldout"]) + 1
+            self.state["heldout" if k % self.cfg.holdout_every == 0 else "train"].append(name)
         self.state["pending"] = []
         self._save()
         return self.run_round(len(self.state["rounds"]) + 1, len(pending))
@@ -186,44 +175,48 @@ class Improver:
         return self._finish(record)
 
     def gate(self, current: Path, candidate: Path, held: str) -> dict[str, Any]:
-        """The candidate against the current version: held-out loss ratio and (in simulation) success gain."""
+        """The candidate against the current version (each loaded once): held-out loss ratio and (in simulation)
+        success gain. The candidate has the current version's deploy.json, so both read the same inputs."""
         from policy_and_value.models.pi0 import from_pretrained
         from policy_and_value.offline.dataset import ChunkDataset
         from policy_and_value.offline.train_sft import heldout_loss
         from toolkits.episodes import EpisodeDataset
 
-        cfg = self.cfg.gate
+        cfg, deploy = self.cfg.gate, json.loads((current / "deploy.json").read_text())
+        state_type = deploy.get("state_type") or "full"
+        policies = {
+            "current": from_pretrained(current).eval(),
+            "candidate": from_pretrained(candidate).eval(),
+        }
         episodes = EpisodeDataset(held, success=None if self.cfg.reward_model else True)
         out: dict[str, Any] = {}
         if len(episodes):
             losses = {}
-            for name, path in (("current", current), ("candidate", candidate)):
-                policy = from_pretrained(path).eval()
-                deploy = json.loads((path / "deploy.json").read_text())
-                chunks = ChunkDataset(episodes, policy.cfg.chunk_size, state_type=deploy.get("state_type") or "full",
-                                      with_advantages=policy.cfg.with_advantage_condition and self.cfg.reward_model
-                                      is not None)  # fmt: skip
+            for name, policy in policies.items():
+                labelled = policy.cfg.with_advantage_condition and self.cfg.reward_model is not None
+                chunks = ChunkDataset(
+                    episodes, policy.cfg.chunk_size, state_type=state_type, with_advantages=labelled
+                )
                 losses[name] = heldout_loss(policy, chunks)
             out.update(heldout_loss_current=losses["current"], heldout_loss_candidate=losses["candidate"],
                        heldout_loss_ratio=losses["candidate"] / max(losses["current"], 1e-12))  # fmt: skip
         passed = out.get("heldout_loss_ratio", 0.0) <= cfg.max_heldout_loss_ratio
         if cfg.eval_tasks:
-            success = {name: self.simulator_success(path) for name, path in (("current", current),
-                                                                             ("candidate", candidate))}  # fmt: skip
+            success = {name: self.simulator_success(policy, deploy) for name, policy in policies.items()}
             out.update(success_current=success["current"], success_candidate=success["candidate"],
                        success_gain=success["candidate"] - success["current"])  # fmt: skip
             passed = passed and out["success_gain"] >= cfg.min_success_gain
         out["passed"] = bool(passed)
         return out
 
-    def simulator_success(self, policy_dir: Path) -> float:
-        """Mean Meta-World success of ``policy_dir`` on ``gate.eval_tasks`` (layouts of ``gate.eval_layout_seed``)."""
-        from policy_and_value.models.pi0 import from_pretrained
+    def simulator_success(self, policy: Any, deploy: dict[str, Any]) -> float:
+        """Mean Meta-World success of ``policy`` (its ``deploy.json`` as ``deploy``) on ``gate.eval_tasks``, layouts
+        of ``gate.eval_layout_seed``."""
         from policy_and_value.offline.evaluate import evaluate_in_metaworld
 
-        cfg, deploy = self.cfg.gate, json.loads((policy_dir / "deploy.json").read_text())
+        cfg = self.cfg.gate
         res = evaluate_in_metaworld(
-            from_pretrained(policy_dir), cfg.eval_tasks, cfg.eval_episodes, deploy["cameras"], deploy["image_size"],
+            policy, cfg.eval_tasks, cfg.eval_episodes, deploy["cameras"], deploy["image_size"],
             deploy.get("state_type") or "full", cfg.eval_max_episode_steps, seed=1000, layout_seed=cfg.eval_layout_seed,
         )  # fmt: skip
         return sum(r["success_rate"] for r in res.values()) / len(res)
