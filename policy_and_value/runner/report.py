@@ -41,9 +41,9 @@ def train_summary(recent: list[dict[str, float]]) -> list[str]:
     return lines
 
 
-def eval_summary(first: dict[str, float], last: dict[str, float]) -> list[str]:
-    """Summary lines of eval success (and return) before training and after the last evaluation; with one
-    of the two missing, the one that ran and why the other did not."""
+def eval_summary(first: dict[str, float], last: dict[str, float], where: str = "the real env") -> list[str]:
+    """Summary lines of eval success (and return) in ``where`` before training and after the last evaluation;
+    with one of the two missing, the one that ran and why the other did not."""
     keys = sorted(k for k in {*first, *last} if k.endswith("/success_once"))
     keys += [k for k in ("eval/return",) if k in first or k in last]
     if not keys:
@@ -51,13 +51,13 @@ def eval_summary(first: dict[str, float], last: dict[str, float]) -> list[str]:
     names = {k: k.removeprefix("eval/") for k in keys}
     width = max(28, *(len(n) + 1 for n in names.values()))
     if first and last:
-        lines = [f"  {'eval in the real env':{width + 2}s}before -> after"]
+        lines = [f"  {'eval in ' + where:{width + 2}s}before -> after"]
         return lines + [
             f"    {names[k]:{width}s} {first.get(k, float('nan')):6.3f} -> {last.get(k, float('nan')):6.3f}"
             for k in keys
         ]
     which = "before training (no evaluation ran after it)" if first else "after training"
-    return [f"  eval in the real env, {which}"] + [
+    return [f"  eval in {where}, {which}"] + [
         f"    {names[k]:{width}s} {(first or last)[k]:6.3f}" for k in keys if k in (first or last)
     ]
 

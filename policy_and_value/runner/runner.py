@@ -463,7 +463,8 @@ class EmbodiedRunner:
         )
         lines += output_paths(self.log_dir, self.saved[-1] if self.saved else None, wm_pred)
         lines += train_summary(self.recent_train)
-        lines += eval_summary(self.first_eval, self.last_eval)
+        imagined = self.cfg.env.eval is not None and self.cfg.env.eval.env_type == "world_model"
+        lines += eval_summary(self.first_eval, self.last_eval, "imagination" if imagined else "the real env")
         lines.append("=" * 72)
         return "\n".join(lines)
 

@@ -59,6 +59,43 @@ def test_a_round_waits_trains_gates_and_publishes_then_a_restart_does_not_publis
     assert Improver(cfg, log=print).round_if_ready() is None  # nothing new
 
 
+OBS_POLICY = REPO / "assets" / "metaworld_obs" / "policy"  # cameras, proprioception, the prompt
+STARTS = REPO / "assets" / "world_models" / "observation" / "starts"  # 48 short episodes, 3 tasks
+RL_TINY = ["runner.max_steps=1", "cluster=shared", "algorithm.num_group_envs=1", "algorithm.n_chunk_steps=3",
+           "env.train.max_episode_steps=12", "actor.global_batch_size=24", "actor.micro_batch_size=6"]  # fmt: skip
+
+
+def test_a_round_in_imagination_refits_the_world_model_then_publishes_what_rl_learned_in_it(tmp_path):
+    from safetensors.torch import load_file
+
+    from world_models.state_model import StateModel
+
+    reg = PolicyRegistry.create(tmp_path / "reg")
+    reg.publish_directory(OBS_POLICY)
+    shutil.copytree(STARTS, tmp_path / "rec")
+    cfg = config(tmp_path, method="imagination", gate={"max_heldout_loss_ratio": 100.0, "min_imagined_gain": -1.0},
+                 imagination={"rl_overrides": RL_TINY, "refit_steps": 2, "eval_episodes": 3})  # fmt: skip
+    improver = Improver(cfg, log=print)
+    record = improver.round_if_ready()
+    assert record is not None and record["published"] == 2 and reg.current() == 2
+    manifest = reg.manifest(2)
+    assert manifest.source["recipe"] == "RL in imagination" and manifest.parent == 1
+    refit = tmp_path / "w" / "round_001" / "world_model" / "model"
+    assert manifest.source["world_model"] == str(refit) == improver.state["world_model"]  # next round's
+    shipped = StateModel.from_pretrained(REPO / "assets" / "world_models" / "observation" / "model")
+    assert StateModel.from_pretrained(refit).cfg == shipped.cfg  # warm: the same model, trained on
+    gate = manifest.gate
+    for key in ("imagined_success_current", "imagined_success_candidate"):
+        assert 0.0 <= gate[key] <= 1.0, key
+    assert gate["imagined_from_heldout"] == 1.0 and gate["rl_steps"] == 1.0
+    assert gate["heldout_loss_ratio"] > 0  # every held-out episode: these recordings are all failures
+    rows = (tmp_path / "w" / "round_001" / "rl" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(r)["step"] for r in rows if '"train/' in r] == [1]
+    before, after = load_file(OBS_POLICY / "model.safetensors"), load_file(reg.path(2) / "model.safetensors")
+    assert any(not (before[k] == after[k]).all() for k in before)  # PPO moved the policy
+    assert (reg.path(2) / "deploy.json").read_text() == (OBS_POLICY / "deploy.json").read_text()
+
+
 def test_a_candidate_that_fails_the_gate_is_not_published(service):
     reg, tmp = service
     cfg = config(tmp, gate={"max_heldout_loss_ratio": 1e-6})
@@ -88,14 +125,21 @@ def test_an_unreadable_recording_is_quarantined_and_the_rest_used(service):
         ("recordings={tmp}", "no index.json"),
         ("reward_model={tmp}", "reward_model="),
         ("gate.eval_tasks=[reach-v9]", "gate.eval_tasks"),
-        ("sft_overrides=[train.max_steps=0]", "train.max_steps"),
+        ('sft_overrides=["train.max_steps=0"]', "train.max_steps=0: input should be"),
+        (
+            'method=imagination imagination.rl_overrides=["runner.max_steps=0"]',
+            "runner.max_steps=0: input should be",
+        ),
+        ("method=imagination imagination.rl_config=ppo_mlp_cartpole", "(imagination.rl_config"),
+        ("method=imagination imagination.world_model={tmp}", "imagination.world_model="),
+        ("method=learning", "method="),
         ("min_new_episodes=0", "min_new_episodes"),
     ],
 )
 def test_bad_config_is_one_line_before_any_work(service, capsys, override, expected):
     _, tmp = service
     argv = [f"registry={tmp}/reg", f"recordings={tmp}/rec", f"work_dir={tmp}/w", "once=true",
-            override.format(tmp=tmp)]  # fmt: skip
+            *override.format(tmp=tmp).split()]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and expected in err, err

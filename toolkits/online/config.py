@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from pydantic import Field
 
@@ -22,6 +23,21 @@ class GateConfig(Strict):
     eval_layout_seed: int = 1  # 50 layouts per task other than those served (layout_seed 0)
     eval_max_episode_steps: int = Field(150, ge=1)
     min_success_gain: float = 0.0  # the candidate's mean success minus the current version's, at least
+    # recipe imagination: the candidate's imagined success from held-out recorded starts minus the current
+    # version's (the same starts and seeds, in the refitted world model), at least; null: reported, not gated
+    min_imagined_gain: float | None = 0.0
+
+
+class ImaginationConfig(Strict):
+    """Recipe ``imagination``: refit the observation world model warm on the recorded episodes, then RL in it."""
+
+    rl_config: str = "rl_release"  # an RL job whose env.train is an observation world model
+    rl_overrides: list[str] = Field(default_factory=lambda: ["runner.max_steps=10"])
+    # the world model of the first round (null: rl_config's env.train.state_model_config); later rounds start from
+    # the last round's refit
+    world_model: str | None = None
+    refit_steps: int = Field(300, ge=0)  # warm refit on every recorded training episode so far (0: no refit)
+    eval_episodes: int = Field(12, ge=1)  # imagined episodes from held-out recorded starts, for the gate
 
 
 class ImproverConfig(Strict):
@@ -34,8 +50,11 @@ class ImproverConfig(Strict):
     label_horizon: int = Field(10, ge=1)
     min_new_episodes: int = Field(20, ge=1)  # with a known outcome, before a round starts
     holdout_every: int = Field(5, ge=2)  # every k-th new episode is held out for the gate, never trained on
+    # imitation: train_sft on the recordings; imagination: refit the world model on them, RL in it
+    method: Literal["imitation", "imagination"] = "imitation"
     sft_config: str = "offline/sft_pi0_tiny"
     sft_overrides: list[str] = Field(default_factory=lambda: ["train.max_steps=300", "train.warmup_steps=10"])
+    imagination: ImaginationConfig = Field(default_factory=ImaginationConfig)
     gate: GateConfig = Field(default_factory=GateConfig)
     poll_seconds: float = Field(10.0, gt=0.0)
     max_rounds: int | None = Field(None, ge=1)  # stop after this many rounds (null: run until stopped)

@@ -55,7 +55,12 @@ def check(cfg: ImproverConfig) -> None:
     from toolkits.deploy.registry import PolicyRegistry
 
     check_improver(cfg)
-    data = sft_job_data(cfg, cfg.recordings, cfg.work_dir, PolicyRegistry(cfg.registry).current_path())
+    current = PolicyRegistry(cfg.registry).current_path()
+    if cfg.method == "imagination":
+        from toolkits.online.imagination import check_imagination
+
+        return check_imagination(cfg, current)
+    data = sft_job_data(cfg, cfg.recordings, cfg.work_dir, current)
     try:
         SFTConfig.model_validate(data)
     except ValidationError as err:
@@ -159,24 +164,37 @@ class Improver:
             data, held = str(where / "train_labelled"), str(where / "heldout_labelled")
         self.log(f"improver: round {number}: {new} new episodes; training on {len(self.state['train'])}, "
                  f"{len(self.state['heldout'])} held out; from version {parent}")  # fmt: skip
-        current = self.registry.path(parent)
-        job = SFTConfig.model_validate(sft_job_data(cfg, data, str(where / "sft"), current))
-        candidate = train_sft(job, log=self.log)
+        current, imagined = self.registry.path(parent), {}
+        if cfg.method == "imagination":
+            from toolkits.online.imagination import imagined_round
+
+            candidate, imagined, world_model = imagined_round(
+                cfg, current, where, data, held, self.state.get("world_model"), self.log
+            )
+        else:
+            job = SFTConfig.model_validate(sft_job_data(cfg, data, str(where / "sft"), current))
+            candidate = train_sft(job, log=self.log)
         shutil.copy2(current / "deploy.json", candidate / "deploy.json")  # the same robot-facing interface
-        gate = self.gate(current, candidate, held)
+        gate = self.gate(current, candidate, held, imagined)
         record = {"round": number, "parent": parent, "new_episodes": new, "gate": gate,
                   "train_episodes": len(self.state["train"]), "heldout_episodes": len(self.state["heldout"])}  # fmt: skip
+        if imagined:  # later rounds start from this refit, published or not
+            record["world_model"] = self.state["world_model"] = world_model
         if gate["passed"]:
+            recipe = "advantage-conditioned imitation" if cfg.reward_model else "filtered imitation"
             source = {"improver_round": number, "improver_work_dir": str(self.work.resolve()),
                       "recordings": str(Path(cfg.recordings).resolve()), "episodes": len(self.state["train"]),
-                      "recipe": "advantage-conditioned imitation" if cfg.reward_model else "filtered imitation"}  # fmt: skip
+                      "recipe": "RL in imagination" if imagined else recipe}  # fmt: skip
+            if imagined:
+                source["world_model"] = str(Path(world_model).resolve())
             record["published"] = self.registry.publish_directory(candidate, source=source, gate=gate)
         record["seconds"] = round(time.time() - start, 1)
         return self._finish(record)
 
-    def gate(self, current: Path, candidate: Path, held: str) -> dict[str, Any]:
-        """The candidate against the current version (each loaded once): held-out loss ratio and (in simulation)
-        success gain. The candidate has the current version's deploy.json, so both read the same inputs."""
+    def gate(self, current: Path, candidate: Path, held: str, imagined: dict[str, float]) -> dict[str, Any]:
+        """The candidate against the current version (each loaded once): held-out loss ratio, ``imagined`` success
+        gain (recipe imagination) and (in simulation) success gain. The candidate has the current version's
+        deploy.json, so both read the same inputs."""
         from policy_and_value.models.pi0 import from_pretrained
         from policy_and_value.offline.dataset import ChunkDataset
         from policy_and_value.offline.train_sft import heldout_loss
@@ -188,7 +206,9 @@ class Improver:
             "current": from_pretrained(current).eval(),
             "candidate": from_pretrained(candidate).eval(),
         }
-        episodes = EpisodeDataset(held, success=None if self.cfg.reward_model else True)
+        # filtered imitation is measured on what it imitates; the other recipes on every held-out episode
+        filtered = self.cfg.method == "imitation" and self.cfg.reward_model is None
+        episodes = EpisodeDataset(held, success=True if filtered else None)
         out: dict[str, Any] = {}
         if len(episodes):
             losses = {}
@@ -201,6 +221,9 @@ class Improver:
             out.update(heldout_loss_current=losses["current"], heldout_loss_candidate=losses["candidate"],
                        heldout_loss_ratio=losses["candidate"] / max(losses["current"], 1e-12))  # fmt: skip
         passed = out.get("heldout_loss_ratio", 0.0) <= cfg.max_heldout_loss_ratio
+        out.update(imagined)
+        if imagined and cfg.min_imagined_gain is not None:
+            passed = passed and imagined["imagined_gain"] >= cfg.min_imagined_gain
         if cfg.eval_tasks:
             success = {name: self.simulator_success(policy, deploy) for name, policy in policies.items()}
             out.update(success_current=success["current"], success_candidate=success["candidate"],
