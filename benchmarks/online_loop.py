@@ -3,11 +3,13 @@ improver publishes version 2 by itself, the clients go on with version 2; both v
 recorded, real env steps and wall time.
 
     .venv/bin/python benchmarks/online_loop.py [--policy-dir assets/metaworld_obs/policy] [--episodes 20] \\
-        [--rounds 1] [--sft-steps 300] [--eval-episodes 20] [--out logs/online_loop]
+        [--rounds 1] [--sft-steps 300] [--eval-episodes 20] [--out logs/online_loop] \\
+        [--method imagination [--rl-steps 10] [--refit-steps 300] [--max-heldout-loss-ratio 1.5]]
 
 One process: a ``PolicyServer`` following a new registry (version 1: ``--policy-dir``) and recording; robot clients
 (``toolkits.deploy.robot_client``, openpi's own client, Meta-World on the served layouts, ``layout_seed`` 0) play
-``--episodes`` per task; the improver (``worldrl improve``'s ``Improver``; filtered imitation of the successes, gate
+``--episodes`` per task; the improver (``worldrl improve``'s ``Improver``; filtered imitation of the successes, or with
+``--method imagination`` a warm refit of the observation world model on the recordings and ``rl_release`` in it; gate
 on held-out recordings and on Meta-World success on unseen layouts, ``layout_seed`` 1) runs its round and publishes;
 the server swaps between episodes and the clients play ``--episodes`` more per task. Each version's success is
 measured twice: on the episodes it served (from the recordings, by ``policy_version``) and in-process on
@@ -46,11 +48,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--policy-dir", default=str(REPO / "assets" / "metaworld_obs" / "policy"))
     p.add_argument("--episodes", type=int, default=20, help="served episodes per task before and after")
     p.add_argument("--rounds", type=int, default=1, help="improver rounds (each after --episodes per task)")
-    p.add_argument("--sft-steps", type=int, default=300)
+    p.add_argument("--method", choices=["imitation", "imagination"], default="imitation")
+    p.add_argument("--sft-steps", type=int, default=300, help="--method imitation")
+    p.add_argument("--rl-steps", type=int, default=10, help="--method imagination: rl_release steps")
+    p.add_argument(
+        "--refit-steps", type=int, default=300, help="--method imagination: world-model refit steps"
+    )
+    p.add_argument(
+        "--max-heldout-loss-ratio",
+        type=float,
+        default=None,
+        help="the gate's bound (default: 1.0 for imitation, 1.5 for imagination: RL moves away)",
+    )
     p.add_argument("--eval-episodes", type=int, default=20, help="per task, unseen layouts, each version")
     p.add_argument("--num-envs", type=int, default=6)
     p.add_argument("--out", default="logs/online_loop")
     args = p.parse_args(argv)
+    ratio = args.max_heldout_loss_ratio or (1.5 if args.method == "imagination" else 1.0)
 
     from toolkits.deploy.policy_source import RegistryFollower
     from toolkits.deploy.registry import PolicyRegistry
@@ -70,11 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     follower = RegistryFollower(reg, lambda d: ServedPolicy(d, seed=0), interval=0.5)
     cfg = ImproverConfig.model_validate({
         "registry": str(reg.root), "recordings": recordings, "work_dir": str(out / "improver"),
-        "min_new_episodes": args.episodes * len(tasks), "holdout_every": 5, "once": True,
+        "min_new_episodes": args.episodes * len(tasks), "holdout_every": 5, "once": True, "method": args.method,
+        "imagination": {"rl_overrides": [f"runner.max_steps={args.rl_steps}"], "refit_steps": args.refit_steps},
         "sft_overrides": [f"train.max_steps={args.sft_steps}", "train.warmup_steps=10",
                           f"train.save_interval={args.sft_steps}"],
         "gate": {"eval_tasks": tasks, "eval_episodes": args.eval_episodes, "eval_layout_seed": 1,
-                 "min_success_gain": 0.0},
+                 "min_success_gain": 0.0, "max_heldout_loss_ratio": ratio},
     })  # fmt: skip
     timings = {}
     with ServerThread(PolicyServer(follower, port=0, record=recordings)) as thread:
@@ -94,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.2)
     served = served_success(recordings)
     gates = [r.get("gate", {}) for r in Improver(cfg, log=lambda _: None).state["rounds"]]
-    print(f"online loop: {args.policy_dir}, tasks {tasks}, {args.episodes} served episodes a task a phase")
+    print(f"online loop ({args.method}): {args.policy_dir}, tasks {tasks}, {args.episodes} served episodes a task a "
+          "phase")  # fmt: skip
     for version, row in sorted(served.items()):
         print(f"  version {version}: served {row['episodes']} episodes, success {row['success']:.3f}, "
               f"{row['steps']} real env steps")  # fmt: skip
@@ -104,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{gate['success_current']:.3f} -> candidate {gate['success_candidate']:.3f} "
                   f"({gate['success_gain']:+.3f}); held-out loss ratio {gate.get('heldout_loss_ratio', float('nan')):.3f}; "
                   f"published: {gate['passed']}")  # fmt: skip
+        if "imagined_success_current" in gate:
+            print(f"  round {i} gate, imagined from held-out recorded starts: current "
+                  f"{gate['imagined_success_current']:.3f} -> candidate {gate['imagined_success_candidate']:.3f}")  # fmt: skip
     print("  versions: " + ", ".join(f"{v} (parent {reg.manifest(v).parent})" for v in reg.versions()))
     print(
         "  wall time: "

@@ -6,7 +6,9 @@ registry's current policy on them, gate the candidate against the current versio
 A round: the new episodes are checked (an unreadable one is quarantined: listed in the state with one log line, never
 read again); every ``holdout_every``-th is held out for the gate. The policy is trained warm from the current version
 on every recorded training episode so far: advantage-conditioned imitation when a reward model labels them, else
-filtered imitation of the successful ones (all a robot's success flag gives). The gate compares the candidate's
+filtered imitation of the successful ones (all a robot's success flag gives); with ``method=imagination``, RL in the
+observation world model refitted warm on them (``toolkits/online/imagination.py``), gated also on imagined success from
+the held-out episodes' starts. The gate compares the candidate's
 flow-matching loss on the held-out episodes with the current version's and, in simulation (``gate.eval_tasks``),
 their Meta-World success on layouts never served. A candidate that passes becomes the next version (its manifest:
 parent, round, episodes, gate metrics); the server following the registry serves it from the next episode.
