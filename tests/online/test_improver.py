@@ -126,6 +126,7 @@ def test_an_unreadable_recording_is_quarantined_and_the_rest_used(service):
         ("reward_model={tmp}", "reward_model="),
         ("gate.eval_tasks=[reach-v9]", "gate.eval_tasks"),
         ('sft_overrides=["train.max_steps=0"]', "train.max_steps=0: input should be"),
+        ("sft_overrides=[train.max_steps=0]", 'sft_overrides: quote list items that hold "="'),
         (
             'method=imagination imagination.rl_overrides=["runner.max_steps=0"]',
             "runner.max_steps=0: input should be",

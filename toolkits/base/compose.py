@@ -86,6 +86,15 @@ def compose_config(config_name: str, overrides: list[str], config_dir: str | Pat
             )
         return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
     except (HydraException, OmegaConfBaseException) as err:
+        listed = [
+            o for o in overrides if "=[" in o and "=" in o.split("=[", 1)[1].replace('"', "'").split("'")[0]
+        ]
+        if listed:  # key=[a.b=1]: Hydra's grammar needs list items holding '=' quoted
+            key = listed[0].lstrip("+").split("=", 1)[0]
+            raise ConfigError(
+                f'config error: {key}: quote list items that hold "=": {key}=\'["a.b=1","c=2"]\' (as a shell '
+                f"argument, the outer quotes keep the inner ones)"
+            ) from None
         raise ConfigError(f"config error: overrides {overrides}: {' '.join(str(err).split())}") from None
 
 

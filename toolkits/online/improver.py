@@ -128,7 +128,10 @@ class Improver:
 
     # ---- a round
     def round_if_ready(self) -> dict[str, Any] | None:
-        """Take the new episodes; run a round when ``min_new_episodes`` wait (returns its record), else None."""
+        """Take the new episodes; run a round when ``min_new_episodes`` wait (returns its record), else None. A
+        round a killed improver had started (its episodes assigned, no record yet) is run again first."""
+        if self.state.get("running"):
+            return self.run_round(**self.state["running"])
         fresh = self.new_episodes()
         pending = self.state.get("pending", []) + fresh
         if len(pending) < self.cfg.min_new_episodes:
@@ -139,8 +142,9 @@ class Improver:
             k = len(self.state["train"]) + len(self.state["heldout"]) + 1
             self.state["heldout" if k % self.cfg.holdout_every == 0 else "train"].append(name)
         self.state["pending"] = []
+        self.state["running"] = {"number": len(self.state["rounds"]) + 1, "new": len(pending)}
         self._save()
-        return self.run_round(len(self.state["rounds"]) + 1, len(pending))
+        return self.run_round(**self.state["running"])
 
     def run_round(self, number: int, new: int) -> dict[str, Any]:
         """Train, gate and (if it passes) publish round ``number``'s candidate; the round's record."""
@@ -258,6 +262,7 @@ class Improver:
 
     def _finish(self, record: dict[str, Any]) -> dict[str, Any]:
         self.state["rounds"].append(record)
+        self.state.pop("running", None)
         self._save()
         gate = record.get("gate", {})
         self.metrics.log({f"gate/{k}": float(v) for k, v in gate.items()}
