@@ -33,6 +33,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "deploy-spec": ("toolkits.deploy.spec", "write a policy directory's deploy.json"),
     "serve": ("toolkits.deploy.serve_policy", "serve a policy directory over openpi's websocket protocol"),
+    "serve-lerobot": (
+        "toolkits.deploy.serve_lerobot",
+        "serve a policy directory over LeRobot's async-inference gRPC protocol",
+    ),
     "registry": (
         "toolkits.deploy.registry_cli",
         "versioned policy directories: publish, list, roll back",
