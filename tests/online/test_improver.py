@@ -74,7 +74,7 @@ def test_a_round_in_imagination_refits_the_world_model_then_publishes_what_rl_le
     reg.publish_directory(OBS_POLICY)
     shutil.copytree(STARTS, tmp_path / "rec")
     cfg = config(tmp_path, method="imagination", gate={"max_heldout_loss_ratio": 100.0, "min_imagined_gain": -1.0},
-                 imagination={"rl_overrides": RL_TINY, "refit_steps": 2, "eval_episodes": 3})  # fmt: skip
+                 imagination={"rl_overrides": RL_TINY, "refit_steps": 2, "eval_episodes": 3, "anchor_coef": 0.5})  # fmt: skip
     improver = Improver(cfg, log=print)
     record = improver.round_if_ready()
     assert record is not None and record["published"] == 2 and reg.current() == 2
@@ -89,8 +89,13 @@ def test_a_round_in_imagination_refits_the_world_model_then_publishes_what_rl_le
         assert 0.0 <= gate[key] <= 1.0, key
     assert gate["imagined_from_heldout"] == 1.0 and gate["rl_steps"] == 1.0
     assert gate["heldout_loss_ratio"] > 0  # every held-out episode: these recordings are all failures
+    job = (
+        tmp_path / "w" / "round_001" / "rl" / "config.yaml"
+    ).read_text()  # anchored on the recorded episodes
+    assert f"offline_data_path: {tmp_path}/w/round_001/train" in job and "offline_data_coef: 0.5" in job
     rows = (tmp_path / "w" / "round_001" / "rl" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(r)["step"] for r in rows if '"train/' in r] == [1]
+    assert any("offline_fm_loss" in r for r in rows)
     before, after = load_file(OBS_POLICY / "model.safetensors"), load_file(reg.path(2) / "model.safetensors")
     assert any(not (before[k] == after[k]).all() for k in before)  # PPO moved the policy
     assert (reg.path(2) / "deploy.json").read_text() == (OBS_POLICY / "deploy.json").read_text()

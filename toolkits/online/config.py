@@ -38,6 +38,9 @@ class ImaginationConfig(Strict):
     world_model: str | None = None
     refit_steps: int = Field(300, ge=0)  # warm refit on every recorded training episode so far (0: no refit)
     eval_episodes: int = Field(12, ge=1)  # imagined episodes from held-out recorded starts, for the gate
+    # > 0: each PPO micro batch adds anchor_coef x the flow-matching loss on the recorded training episodes (the
+    # current version's own actions: a trust region where imagination is wrong); 0: RL alone
+    anchor_coef: float = Field(0.0, ge=0.0)
 
 
 class ImproverConfig(Strict):

@@ -33,6 +33,8 @@ def rl_job(
         overrides.append(f"env.train.tasks=[{','.join(tasks)}]")
     if world_model is not None:
         overrides.append(f"env.train.state_model_config={world_model}")
+    if im.anchor_coef > 0:
+        overrides += [f"algorithm.offline_data_path={train}", f"algorithm.offline_data_coef={im.anchor_coef}"]
     return load_config(im.rl_config, [*overrides, *im.rl_overrides])
 
 
