@@ -201,3 +201,35 @@ def test_bad_flags_are_one_line_before_serving(capsys, argv, expected):
     with pytest.raises(SystemExit) as done:
         main(argv)
     assert done.value.code == 2 and expected in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_a_session_keeps_its_registry_version_until_it_sends_ready_again(tmp_path, lerobot_classes):
+    from toolkits.deploy.policy_source import RegistryFollower
+    from toolkits.deploy.registry import PolicyRegistry
+
+    reg = PolicyRegistry.create(tmp_path / "reg")
+    reg.publish_directory(POLICY)
+    follower = RegistryFollower(reg, lambda d: ServedPolicy(d, seed=0), interval=3600)
+    servicer = AsyncInferenceServicer(follower, obs_timeout=0.3)
+    server, port = start_server(servicer, "127.0.0.1", 0)
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    path, ser = f"/{wire.PACKAGE}.{wire.SERVICE}/", lambda m: m.SerializeToString()
+    stub = types.SimpleNamespace(
+        Ready=channel.unary_unary(path + "Ready", ser, wire.Empty.FromString),
+        SendPolicyInstructions=channel.unary_unary(
+            path + "SendPolicyInstructions", ser, wire.Empty.FromString
+        ),
+    )
+    try:
+        setup(stub, lerobot_classes)
+        reg.publish_directory(POLICY)  # version 2, same interface
+        assert follower.check() and follower.version == 2
+        (session,) = servicer.sessions.values()
+        assert session.version == 1 and follower.status()["held"] == {1: 1}  # mid-session: still version 1
+        setup(stub, lerobot_classes)  # Ready: a new session, on the current version
+        (session,) = servicer.sessions.values()
+        assert session.version == 2 and follower.status()["held"] == {2: 1}
+    finally:
+        channel.close()
+        server.stop(grace=None)
+        follower.close()
