@@ -101,6 +101,22 @@ def test_a_round_in_imagination_refits_the_world_model_then_publishes_what_rl_le
     assert (reg.path(2) / "deploy.json").read_text() == (OBS_POLICY / "deploy.json").read_text()
 
 
+def test_an_imagination_round_without_a_start_the_world_model_knows_is_skipped_not_repeated(tmp_path):
+    reg = PolicyRegistry.create(tmp_path / "reg")
+    reg.publish_directory(OBS_POLICY)
+    shutil.copytree(
+        EPISODES, tmp_path / "rec"
+    )  # reach, button-press, drawer-close; the model knows button-press
+    index = json.loads((tmp_path / "rec" / "index.json").read_text())
+    index["episodes"] = [e for e in index["episodes"] if e["task"] != "button-press-topdown-v3"]
+    (tmp_path / "rec" / "index.json").write_text(json.dumps(index))
+    record = Improver(config(tmp_path, method="imagination", min_new_episodes=4), log=print).round_if_ready()
+    assert record is not None and "no recorded training episode" in record["skipped"]
+    assert reg.versions() == [1]
+    state = json.loads((tmp_path / "w" / "state.json").read_text())
+    assert "running" not in state and len(state["rounds"]) == 1  # recorded: a restart does not retry it
+
+
 def test_a_candidate_that_fails_the_gate_is_not_published(service):
     reg, tmp = service
     cfg = config(tmp, gate={"max_heldout_loss_ratio": 1e-6})

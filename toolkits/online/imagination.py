@@ -19,6 +19,10 @@ from typing import Any
 from toolkits.online.config import ImproverConfig
 
 
+class NothingToImagine(ValueError):
+    """The round's recordings give imagination no start (no task the world model knows): the round is skipped."""
+
+
 def rl_job(
     cfg: ImproverConfig, current: Path, world_model: str | None, train: str, tasks: list[str] | None = None
 ) -> Any:
@@ -107,7 +111,7 @@ def imagined_round(
     init = world_model or base.env.train.state_model_config
     tasks = known_tasks(train, init)
     if not tasks:
-        raise ValueError(f"no recorded training episode of a task the world model {init} knows")
+        raise NothingToImagine(f"no recorded training episode of a task the world model {init} knows")
     model = init
     if cfg.imagination.refit_steps > 0:
         model = refit_world_model(

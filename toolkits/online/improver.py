@@ -172,11 +172,16 @@ class Improver:
                  f"{len(self.state['heldout'])} held out; from version {parent}")  # fmt: skip
         current, imagined = self.registry.path(parent), {}
         if cfg.method == "imagination":
-            from toolkits.online.imagination import imagined_round
+            from toolkits.online.imagination import NothingToImagine, imagined_round
 
-            candidate, imagined, world_model = imagined_round(
-                cfg, current, where, data, held, self.state.get("world_model"), self.log
-            )
+            try:
+                candidate, imagined, world_model = imagined_round(
+                    cfg, current, where, data, held, self.state.get("world_model"), self.log
+                )
+            except NothingToImagine as err:  # a later round, with more recordings, may have starts
+                return self._finish(
+                    {"round": number, "parent": parent, "new_episodes": new, "skipped": str(err)}
+                )
         else:
             job = SFTConfig.model_validate(sft_job_data(cfg, data, str(where / "sft"), current))
             candidate = train_sft(job, log=self.log)
@@ -268,6 +273,8 @@ class Improver:
         self.metrics.log({f"gate/{k}": float(v) for k, v in gate.items()}
                          | {"round/published": float(record.get("published") is not None)}, record["round"])  # fmt: skip
         decision = f"published version {record['published']}" if record.get("published") else "not published"
+        if "skipped" in record:
+            decision = f"skipped: {record['skipped']}"
         shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in gate.items())
         self.log(f"improver: round {record['round']}: {decision} (from version {record['parent']}; {shown})")
         return record
