@@ -69,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-envs", type=int, default=6)
     p.add_argument("--out", default="logs/online_loop")
     args = p.parse_args(argv)
-    ratio = args.max_heldout_loss_ratio or (1.5 if args.method == "imagination" else 1.0)
+    ratio = args.max_heldout_loss_ratio
+    if ratio is None:
+        ratio = 1.5 if args.method == "imagination" else 1.0
 
     from toolkits.deploy.policy_source import RegistryFollower
     from toolkits.deploy.registry import PolicyRegistry

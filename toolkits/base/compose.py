@@ -3,6 +3,7 @@ job and tool shares, before its own schema validates the result."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +87,7 @@ def compose_config(config_name: str, overrides: list[str], config_dir: str | Pat
             )
         return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
     except (HydraException, OmegaConfBaseException) as err:
-        listed = [
-            o for o in overrides if "=[" in o and "=" in o.split("=[", 1)[1].replace('"', "'").split("'")[0]
-        ]
+        listed = [o for o in overrides if re.search(r"=\[[^\"']*=", o)]  # an unquoted item holds '='
         if listed:  # key=[a.b=1]: Hydra's grammar needs list items holding '=' quoted
             key = listed[0].lstrip("+").split("=", 1)[0]
             raise ConfigError(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import logging
 import queue
+import signal
 import sys
 import threading
 from concurrent import futures
@@ -266,8 +267,6 @@ def main(argv: list[str] | None = None) -> int:
                                 args.host, args.port)  # fmt: skip
     print(f"serving LeRobot async inference on {args.host}:{port}", flush=True)
     stop = threading.Event()
-    import signal
-
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         while not stop.wait(0.5):

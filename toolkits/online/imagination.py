@@ -9,7 +9,6 @@ and seeds before and after): ``imagined_success_current`` is the current version
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import fields
@@ -74,15 +73,15 @@ def refit_world_model(
 ) -> str:
     """``init`` (an observation model) trained ``imagination.refit_steps`` more steps on the recorded episodes
     ``data`` of ``tasks``, as a robot records them (proprioception, frames, the episodes' outcomes); its directory."""
-    from world_models.config import StateModelJob
+    from world_models.config import StateModelJob, StateNetConfig
     from world_models.state_model import StateModelConfig
     from world_models.train_state_model import train_state_model
 
     steps = cfg.imagination.refit_steps
-    saved = StateModelConfig.load(os.path.join(init, "config.json"))
-    names = {"action_chunk", "ensemble_size", "hidden", "layers", "reward_head", "latent_components",
-             "latent_encoder", "value_head", "value_discount", "codec_width"}  # fmt: skip
-    model = {f.name: getattr(saved, f.name) for f in fields(saved) if f.name in names}
+    saved = StateModelConfig.load(
+        os.path.join(init, "config.json")
+    )  # the job's model section, as init was built
+    model = {f.name: getattr(saved, f.name) for f in fields(saved) if f.name in StateNetConfig.model_fields}
     job = StateModelJob.model_validate({
         "data": {"path": data, "tasks": tasks, "state_type": "proprio"}, "setting": "observation_only",
         "model": model, "train": {"steps": steps, "success_labels": "episode_end", "warmup_steps": min(100, steps)},
@@ -118,8 +117,10 @@ def imagined_round(
             cfg, init, train, tasks, base.env.train.dynamics_model_config, where / "world_model"
         )
         log(f"improver: world model refitted on {train} ({cfg.imagination.refit_steps} steps) -> {model}")
-    starts = heldout if known_tasks(heldout, model) else train  # no held-out episode yet: the training starts
-    job = with_imagined_eval(rl_job(cfg, current, model, train, tasks), starts, known_tasks(starts, model),
+    starts, start_tasks = heldout, known_tasks(heldout, model)
+    if not start_tasks:  # no held-out episode of a known task yet: the training starts
+        starts, start_tasks = train, tasks
+    job = with_imagined_eval(rl_job(cfg, current, model, train, tasks), starts, start_tasks,
                              cfg.imagination.eval_episodes, str(where))  # fmt: skip
     shutil.rmtree(where / "rl", ignore_errors=True)  # what a killed improver left of this round's RL
     runner = run_job(job)
@@ -131,7 +132,6 @@ def imagined_round(
         "rl_steps": float(runner.global_step),
     }
     metrics["imagined_gain"] = metrics["imagined_success_candidate"] - metrics["imagined_success_current"]
-    (where / "imagined.json").write_text(json.dumps(metrics, indent=1))
     return candidate, metrics, model
 
 

@@ -170,8 +170,8 @@ class Improver:
             data, held = str(where / "train_labelled"), str(where / "heldout_labelled")
         self.log(f"improver: round {number}: {new} new episodes; training on {len(self.state['train'])}, "
                  f"{len(self.state['heldout'])} held out; from version {parent}")  # fmt: skip
-        current, imagined = self.registry.path(parent), {}
-        if cfg.method == "imagination":
+        current, imagined, in_imagination = self.registry.path(parent), {}, cfg.method == "imagination"
+        if in_imagination:
             from toolkits.online.imagination import NothingToImagine, imagined_round
 
             try:
@@ -189,14 +189,14 @@ class Improver:
         gate = self.gate(current, candidate, held, imagined)
         record = {"round": number, "parent": parent, "new_episodes": new, "gate": gate,
                   "train_episodes": len(self.state["train"]), "heldout_episodes": len(self.state["heldout"])}  # fmt: skip
-        if imagined:  # later rounds start from this refit, published or not
+        if in_imagination:  # later rounds start from this refit, published or not
             record["world_model"] = self.state["world_model"] = world_model
         if gate["passed"]:
             recipe = "advantage-conditioned imitation" if cfg.reward_model else "filtered imitation"
             source = {"improver_round": number, "improver_work_dir": str(self.work.resolve()),
                       "recordings": str(Path(cfg.recordings).resolve()), "episodes": len(self.state["train"]),
-                      "recipe": "RL in imagination" if imagined else recipe}  # fmt: skip
-            if imagined:
+                      "recipe": "RL in imagination" if in_imagination else recipe}  # fmt: skip
+            if in_imagination:
                 source["world_model"] = str(Path(world_model).resolve())
             record["published"] = self.registry.publish_directory(candidate, source=source, gate=gate)
         record["seconds"] = round(time.time() - start, 1)
