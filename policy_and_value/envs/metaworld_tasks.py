@@ -82,8 +82,12 @@ PROPRIO_DIM = 4  # its first entries: hand xyz + gripper opening
 
 
 def select_state(state, state_type: str):
-    """The state a policy or model sees: all of it (``full``) or the proprioception (``proprio``)."""
-    return state if state_type == "full" else state[..., :PROPRIO_DIM]
+    """The state a policy or model sees: all of it (``full``) or the proprioception (``proprio``): Meta-World's
+    39 numbers cut to their first 4; a state recorded as proprioception already (Meta-World's 4 numbers, LIBERO's
+    and ManiSkill's 8) is kept whole, so ``proprio`` reads the same robot state from any of these recordings."""
+    if state_type == "full" or state.shape[-1] != FULL_STATE_DIM:
+        return state
+    return state[..., :PROPRIO_DIM]
 
 
 def state_type_for(state_dim: int) -> str:

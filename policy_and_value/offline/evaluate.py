@@ -115,7 +115,7 @@ def check_args(args: argparse.Namespace) -> dict[str, Any] | None:
             raise config_error(flag, value, "must be >= 1")
     simulator = None
     if args.suite is not None:
-        from policy_and_value.envs.suites import NAMES, suite
+        from policy_and_value.envs.suites import LIBERO_SUITES, NAMES, suite
 
         try:
             facts = suite(args.suite)
@@ -130,7 +130,13 @@ def check_args(args: argparse.Namespace) -> dict[str, Any] | None:
         args.tasks = args.tasks or facts.tasks
         args.cameras = args.cameras or list(facts.cameras)
         args.max_episode_steps = args.max_episode_steps or facts.step_limit(args.tasks)
-        simulator = facts.env_keys
+        simulator = dict(facts.env_keys)
+        if args.start_states != "all":
+            if args.suite not in LIBERO_SUITES:
+                raise config_error(
+                    "--start-states", args.start_states, "a LIBERO suite's only (the others: --layout-seed)"
+                )
+            simulator["start_states"] = args.start_states
         cameras: tuple[str, ...] = facts.cameras
     else:
         from policy_and_value.envs.metaworld_tasks import CAMERAS, MT50_TASKS
@@ -202,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1000)
     p.add_argument(
         "--layout-seed", type=int, default=0, help="which 50 layouts per task (another than training's: unseen ones)"
+    )  # fmt: skip
+    p.add_argument(
+        "--start-states", choices=["all", "train", "heldout"], default="all",
+        help="LIBERO: each task's 50 init states, the first 25 (train) or the last 25 (heldout: unseen ones)",
     )  # fmt: skip
     args = p.parse_args(argv)
     try:

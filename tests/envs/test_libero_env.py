@@ -64,6 +64,28 @@ def test_resets_come_from_the_suites_init_states(env):
     assert not torch.equal(a["images"][0], c["images"][0])  # another init state, another scene
 
 
+def test_start_states_split_the_init_states_into_halves_never_shared(env):
+    """``start_states: heldout`` resets to the last 25 init states: its reset 0 is the whole set's reset 25 (both
+    envs fresh: a reset after other episodes need not match one pixel for pixel)."""
+    one = {"tasks": TASKS[:1]}
+    heldout, whole = (
+        make_env(_cfg(start_states="heldout", **one), 1, seed=0),
+        make_env(_cfg(**one), 1, seed=0),
+    )
+    try:
+        assert heldout.num_start_states == 25 and whole.num_start_states == env.num_start_states == 50
+        a, _ = heldout.reset(reset_state_ids=torch.tensor([0]))
+        b, _ = whole.reset(reset_state_ids=torch.tensor([25]))
+        c, _ = whole.reset(reset_state_ids=torch.tensor([0]))
+        assert torch.equal(a["images"], b["images"]) and torch.allclose(a["state"], b["state"])
+        assert not torch.equal(a["images"], c["images"])
+    finally:
+        heldout.close()
+        whole.close()
+    with pytest.raises(ConfigError, match="start_states"):
+        load_config("rl_release_libero", ["env.eval.start_states=unseen"])
+
+
 def test_success_ends_the_episode_with_reward_one(env, monkeypatch):
     env.reset(reset_state_ids=torch.tensor([0, 0]))
     monkeypatch.setattr(env.envs[1], "check_success", lambda: True)

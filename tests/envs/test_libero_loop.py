@@ -120,3 +120,21 @@ def test_offline_evaluate_runs_in_libero(models, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert f"| {TASK} | 1 | 0% |" in out  # an untrained policy, 8 steps: no success
+
+
+def test_a_policy_collects_libero_episodes_on_the_heldout_init_states(models, tmp_path):
+    """``collect_episodes --suite libero_object --policy-dir`` (the observation-only start's own rollouts):
+    the policy's chunks executed an action a step, on the init states training never used."""
+    from toolkits.collect_episodes import main
+    from toolkits.episodes import EpisodeDataset
+
+    out = tmp_path / "rollouts"
+    argv = ["--suite", "libero_object", "--tasks", TASK, "--episodes-per-task", "2", "--num-envs", "2",
+            "--image-size", str(SIZE), "--max-episode-steps", "6", "--policy-dir", models["policy"],
+            "--noise-level", "0.5", "--start-states", "heldout", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    ds = EpisodeDataset(str(out))
+    assert len(ds) == 2 and ds.info["start_states"] == "heldout"
+    ep = ds[0]
+    assert ep.meta["policy"].startswith("pi0 ") and ep.actions.shape == (6, 7) and ep.state.shape == (7, 8)
+    assert ep.images.shape == (7, 2, SIZE, SIZE, 3) and not ep.meta["success_once"]

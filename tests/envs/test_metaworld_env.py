@@ -7,7 +7,7 @@ import torch
 from policy_and_value.config.schema import VideoConfig, env_config
 from policy_and_value.envs import make_env
 from policy_and_value.envs.base import assign_tasks
-from policy_and_value.envs.metaworld_tasks import PROMPTS
+from policy_and_value.envs.metaworld_tasks import PROMPTS, select_state
 
 pytestmark = pytest.mark.slow
 
@@ -59,6 +59,18 @@ def test_proprio_state_and_no_images():
         assert env.spec.image_shape is None
     finally:
         env.close()
+
+
+def test_proprio_cuts_metaworld_states_and_keeps_states_recorded_as_proprio():
+    """``proprio`` reads the hand and gripper from Meta-World's 39 numbers, and a recording that is proprioception
+    already (Meta-World's 4 numbers, LIBERO's 8) whole; ``full`` never cuts."""
+    full = np.arange(2 * 39, dtype=np.float32).reshape(2, 39)
+    assert select_state(full, "proprio").tolist() == full[:, :4].tolist()
+    assert select_state(full, "full") is full
+    libero = np.arange(3 * 8, dtype=np.float32).reshape(3, 8)
+    assert select_state(libero, "proprio").shape == (3, 8)
+    assert select_state(torch.from_numpy(libero), "proprio").shape == (3, 8)
+    assert select_state(full[:, :4], "proprio").shape == (2, 4)
 
 
 def test_truncation_auto_reset_and_episode_info():

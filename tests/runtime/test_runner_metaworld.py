@@ -45,9 +45,9 @@ def _run(tmp_path: Path, name: str, extra: list[str]) -> list[dict]:
 def test_two_actor_ranks_train_save_resume_convert(tmp_path):
     full = _run(
         tmp_path, "full",
-        ["runner.max_steps=4", "runner.save_interval=2", "runner.val_check_interval=2", "actor.shard_optimizer=true"],
+        ["runner.max_steps=2", "runner.save_interval=1", "runner.val_check_interval=2", "actor.shard_optimizer=true"],
     )  # fmt: skip
-    assert [r["step"] for r in full] == [1, 2, 3, 4]
+    assert [r["step"] for r in full] == [1, 2]
     for key in ("env/reach-v3/success_once", "env/push-v3/success_once", "eval/success_once", "train/actor/ratio",
                 "time/outside_compute_share", "train/critic/explained_variance", "rollout/advantages_min"):  # fmt: skip
         assert any(key in r for r in full), key
@@ -60,15 +60,15 @@ def test_two_actor_ranks_train_save_resume_convert(tmp_path):
     events.Reload()
     assert any(tag.startswith("eval/video/") for tag in events.Tags()["images"]), "eval videos in TensorBoard"
 
-    ckpt = tmp_path / "full" / "checkpoints" / "global_step_2"
+    ckpt = tmp_path / "full" / "checkpoints" / "global_step_1"
     resumed = _run(
         tmp_path,
         "resumed",
         # weights through Ray's object store here, over the weight-sync group in the full run: same numbers
-        ["runner.max_steps=4", "runner.val_check_interval=2", f"runner.resume_dir={ckpt}",
+        ["runner.max_steps=2", "runner.val_check_interval=2", f"runner.resume_dir={ckpt}",
          "rollout.weight_sync=object_store", "actor.shard_optimizer=true"],
     )  # fmt: skip
-    for a, b in zip(full[2:], resumed, strict=True):
+    for a, b in zip(full[1:], resumed, strict=True):
         assert {k: v for k, v in a.items() if not k.startswith("time/")} == {
             k: v for k, v in b.items() if not k.startswith("time/")
         }
@@ -91,7 +91,7 @@ def test_two_actor_ranks_train_save_resume_convert(tmp_path):
     out = tmp_path / "export"
     proc = subprocess.run(
         [sys.executable, str(REPO / "toolkits/ckpt_convertor/convert_dcp_to_state_dict.py"), "--dcp_path",
-         str(tmp_path / "full" / "checkpoints" / "global_step_4"), "--output_path", str(out)],
+         str(tmp_path / "full" / "checkpoints" / "global_step_2"), "--output_path", str(out)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -32,6 +32,10 @@ def test_the_expert_succeeds_and_its_episode_is_written(tmp_path):
         ),
         (["--suite", "libero_goal"], "--suite=libero_goal: allowed: libero_object"),
         (["--suite", "libero_object", "--cameras", "corner"], "--cameras=corner: allowed: agentview"),
+        (
+            ["--tasks", "reach-v3", "--start-states", "heldout"],
+            "--start-states=heldout: allowed: all with Meta-World",
+        ),
     ],
 )
 def test_bad_libero_arguments_are_one_line(tmp_path, capsys, argv, fragment):
