@@ -117,8 +117,9 @@ def test_the_recipes_of_the_start_that_aims_validate(name):
 
 
 def test_outcome_job_trains_resumes_exactly_and_its_checkpoint_serves(tmp_path: Path):
-    full = run_and_read("rl_metaworld_outcome", tmp_path, "full", [*SMALL, "runner.max_steps=3"])
-    assert [r["step"] for r in full] == [1, 2, 3]
+    steps = ["runner.max_steps=2", "runner.save_interval=1"]
+    full = run_and_read("rl_metaworld_outcome", tmp_path, "full", [*SMALL, *steps])
+    assert [r["step"] for r in full] == [1, 2]
     for row in full:
         assert 0.0 <= row["rollout/mixed_group_fraction"] <= 1.0
         assert row["env/return"] == row["env/success_once"]  # the reward is the outcome
@@ -126,22 +127,22 @@ def test_outcome_job_trains_resumes_exactly_and_its_checkpoint_serves(tmp_path: 
     assert "eval/success_once" in full[1]
     sizes = [r.get("train/actor/replay_size", 0.0) for r in full]
     assert sizes == sorted(sizes)  # the replay only grows (below its capacity)
-    checkpoint = tmp_path / "full" / "checkpoints" / "global_step_2"
+    checkpoint = tmp_path / "full" / "checkpoints" / "global_step_1"
     resumed = run_and_read(
         "rl_metaworld_outcome",
         tmp_path,
         "resumed",
-        [*SMALL, "runner.max_steps=3", f"runner.resume_dir={checkpoint}"],
+        [*SMALL, *steps, f"runner.resume_dir={checkpoint}"],
     )
-    assert [r["step"] for r in resumed] == [3]
+    assert [r["step"] for r in resumed] == [2]
     for key in (
         "env/success_once",
         "rollout/mixed_group_fraction",
         "env/episode_steps",
         "train/actor/fm_loss",
     ):
-        if key in full[2]:
-            assert resumed[0][key] == pytest.approx(full[2][key], rel=1e-6), key
+        if key in full[1]:
+            assert resumed[0][key] == pytest.approx(full[1][key], rel=1e-6), key
     _export_and_serve(checkpoint, tmp_path / "policy")
 
 
