@@ -20,6 +20,17 @@ from policy_and_value.config.env_schema import LearnedRewardConfig
 from policy_and_value.envs.base import BatchedEnv, Observation
 
 
+@torch.no_grad()
+def observed_values(model: Any, vae: Any, obs: Observation, uncertainty_penalty: float = 0.0) -> torch.Tensor:
+    """An observation model's value [N] of observations (their frames encoded by ``vae``, their proprioception and
+    prompts): the members' mean chance of success less ``uncertainty_penalty`` x their std."""
+    latents = vae.encode(obs["images"][:, None].to(model.device))[:, 0]
+    states = model.observe(obs["state"].float().to(model.device), latents)
+    members = states[None].expand(model.cfg.ensemble_size, -1, -1)
+    probs = torch.sigmoid(model.value_logits(members, model.task_one_hot(obs["prompt"])))
+    return (probs.mean(0) - uncertainty_penalty * probs.std(0, correction=0)).cpu()
+
+
 class LearnedRewardEnv(BatchedEnv):
     """``env`` with ``cfg``'s value shaping on its rewards; every other attribute is ``env``'s."""
 
@@ -39,14 +50,9 @@ class LearnedRewardEnv(BatchedEnv):
             raise AttributeError(name)
         return getattr(self.env, name)
 
-    @torch.no_grad()
     def values(self, obs: Observation) -> torch.Tensor:
         """The pessimistic value [N] of observations: their frames encoded, their proprioception, their prompts."""
-        latents = self.vae.encode(obs["images"][:, None].to(self.device))[:, 0]
-        states = self.model.observe(obs["state"].float().to(self.device), latents)
-        members = states[None].expand(self.model.cfg.ensemble_size, -1, -1)
-        probs = torch.sigmoid(self.model.value_logits(members, self.model.task_one_hot(obs["prompt"])))
-        return (probs.mean(0) - self.cfg.uncertainty_penalty * probs.std(0, correction=0)).cpu()
+        return observed_values(self.model, self.vae, obs, self.cfg.uncertainty_penalty)
 
     def reset(
         self, env_ids: torch.Tensor | None = None, reset_state_ids: torch.Tensor | None = None

@@ -81,11 +81,14 @@ FULL_STATE_DIM = 39  # Meta-World's observation: hand, gripper, objects, the pre
 PROPRIO_DIM = 4  # its first entries: hand xyz + gripper opening
 
 
+SIMULATOR_PROPRIO_DIM = 8  # LIBERO's and ManiSkill's state: end-effector position, axis-angle, two gripper numbers
+
+
 def select_state(state, state_type: str):
-    """The state a policy or model sees: all of it (``full``) or the proprioception (``proprio``): Meta-World's
-    39 numbers cut to their first 4; a state recorded as proprioception already (Meta-World's 4 numbers, LIBERO's
-    and ManiSkill's 8) is kept whole, so ``proprio`` reads the same robot state from any of these recordings."""
-    if state_type == "full" or state.shape[-1] != FULL_STATE_DIM:
+    """The state a policy or model sees: all of it (``full``) or the proprioception (``proprio``): the first 4 of
+    Meta-World's numbers; a state of LIBERO's or ManiSkill's 8 numbers is their proprioception already and stays
+    whole, so ``proprio`` reads the robot's own state from a recording of any of these simulators."""
+    if state_type == "full" or state.shape[-1] == SIMULATOR_PROPRIO_DIM:
         return state
     return state[..., :PROPRIO_DIM]
 

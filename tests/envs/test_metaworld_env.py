@@ -63,7 +63,7 @@ def test_proprio_state_and_no_images():
 
 def test_proprio_cuts_metaworld_states_and_keeps_states_recorded_as_proprio():
     """``proprio`` reads the hand and gripper from Meta-World's 39 numbers, and a recording that is proprioception
-    already (Meta-World's 4 numbers, LIBERO's 8) whole; ``full`` never cuts."""
+    already (Meta-World's 4 numbers, LIBERO's and ManiSkill's 8) whole; ``full`` never cuts."""
     full = np.arange(2 * 39, dtype=np.float32).reshape(2, 39)
     assert select_state(full, "proprio").tolist() == full[:, :4].tolist()
     assert select_state(full, "full") is full

@@ -178,3 +178,34 @@ def test_a_learned_reward_needs_an_observation_model_with_a_value_head_on_a_simu
         load_config(
             "ppo_cnn_metaworld", [*keys, f"env.train.learned_reward={{model: {value_model_dir}, vae: {dyn}}}"]
         )
+
+
+def test_the_value_auc_harness_reads_the_values_the_learned_reward_pays(
+    episodes, model_dirs, value_model_dir, capsys
+):
+    """``experiments.harness.value_auc``: each episode's value at a frame is ``observed_values`` of that frame (what
+    ``learned_reward`` pays the change of); the table has a row for all episodes and one a task."""
+    from experiments.harness.value_auc import frame_values
+    from experiments.harness.value_auc import main as value_auc
+    from policy_and_value.envs.metaworld_tasks import select_state
+    from world_models.dynamics_model import DynamicsModel
+    from world_models.learned_reward import observed_values
+
+    model, vae = (
+        StateModel.from_pretrained(value_model_dir),
+        DynamicsModel.from_pretrained(model_dirs[0]).eval(),
+    )
+    data = EpisodeDataset(episodes)
+    rows = frame_values(model, vae, data, [0, 2, 10_000])
+    ep = data[0]
+    obs = {"images": torch.from_numpy(ep.images[2:3]), "state": torch.from_numpy(select_state(ep.state[2:3], "proprio")),
+           "prompt": [ep.meta["prompt"]]}  # fmt: skip
+    assert rows["values"][0][1] == pytest.approx(float(observed_values(model, vae, obs)[0]), abs=1e-6)
+    assert all(v[2] != v[2] for v in rows["values"])  # no episode is 10,000 frames long: NaN
+    assert value_auc(["--model", value_model_dir, "--vae", model_dirs[0], "--episodes", episodes]) == 0
+    out = capsys.readouterr().out
+    assert "| all |" in out and out.count("\n| ") >= 3
+    with pytest.raises(SystemExit):
+        value_auc(
+            ["--model", model_dirs[0], "--vae", model_dirs[0], "--episodes", episodes, "--frames", "-1"]
+        )
