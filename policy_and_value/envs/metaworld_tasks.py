@@ -81,7 +81,8 @@ FULL_STATE_DIM = 39  # Meta-World's observation: hand, gripper, objects, the pre
 PROPRIO_DIM = 4  # its first entries: hand xyz + gripper opening
 
 
-SIMULATOR_PROPRIO_DIM = 8  # LIBERO's and ManiSkill's state: end-effector position, axis-angle, two gripper numbers
+# LIBERO's and ManiSkill's state: end-effector position, axis-angle, two gripper numbers
+SIMULATOR_PROPRIO_DIM = 8
 
 
 def select_state(state, state_type: str):
