@@ -79,6 +79,10 @@ RECIPES: dict[str, tuple[str, str]] = {
         "a world model from what a robot records, gauged",
     ),
     "libero-loop": ("toolkits.recipes.libero_loop", "the whole loop on LIBERO-Object at a CPU size"),
+    "libero-observation-model": (
+        "toolkits.recipes.libero_observation",
+        "LIBERO-Object's world model from what a robot records",
+    ),
 }
 GROUPS = {"episodes": EPISODE_TOOLS, "recipe": RECIPES}
 

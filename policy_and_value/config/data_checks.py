@@ -16,6 +16,7 @@ BUILT_BY_RECIPE = {
     "data/outcome_start20_both": "worldrl recipe outcome-start --out data/outcome_start20_both --demos 20 --demos-only "
     "--redraw-config rl_metaworld_dense_wm_critic_20demo",
     "logs/libero_loop": "worldrl recipe libero-loop --out logs/libero_loop",
+    "data/libero_obs": "worldrl recipe libero-observation-model --out data/libero_obs",
     "data/coevolution20_both": "worldrl recipe coevolution-data --out data/coevolution20_both",
     "data/obs_start20": "worldrl recipe outcome-start --out data/obs_start20 --demos 20 --state-type proprio",
     "data/obs_wm": "worldrl recipe observation-model --out data/obs_wm",

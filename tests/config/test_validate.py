@@ -31,6 +31,8 @@ BUILT_BY_RECIPE = {
     "rl_metaworld_obs2_wm",
     "rl_metaworld_obs2_wm_branch",
     "rl_metaworld_obs2_wm_value",
+    "rl_libero_obs_value",
+    "rl_libero_obs_wm_value",
 }
 
 
