@@ -209,3 +209,27 @@ def test_the_value_auc_harness_reads_the_values_the_learned_reward_pays(
         value_auc(
             ["--model", model_dirs[0], "--vae", model_dirs[0], "--episodes", episodes, "--frames", "-1"]
         )
+
+
+def test_imagined_outcomes_imagines_from_each_recorded_start(tmp_path, capsys):
+    """``experiments.harness.imagined_outcomes`` on the quickstart's observation model and policy: every recorded
+    start of a known outcome is imagined ``--samples`` times closed loop; the table has the real and imagined rates."""
+    from experiments.harness.imagined_outcomes import main as imagined_outcomes
+    from toolkits.episodes import EpisodeWriter
+
+    starts = EpisodeDataset("assets/world_models/observation/starts")
+    writer = EpisodeWriter(str(tmp_path / "eps"), info=starts.info)
+    picked = [i for i, e in enumerate(starts.entries) if e["task"] == "drawer-open-v3"][:4]
+    for k, i in enumerate(picked):  # two recorded successes and two failures
+        ep = starts[i]
+        ep.meta["success_once"] = k % 2 == 0
+        writer.write(ep)
+    writer.close({})
+    argv = ["--config", "quickstart", "--episodes", str(tmp_path / "eps"), "--samples", "2", "--steps", "8"]
+    assert imagined_outcomes(argv) == 0
+    out = capsys.readouterr().out
+    assert "drawer-open-v3: 4 starts x 2 imagined" in out
+    row = next(line for line in out.splitlines() if line.startswith("| all |"))
+    assert row.split(" | ")[1:3] == ["4", "50.0%"]  # starts, the recorded success rate
+    with pytest.raises(SystemExit):
+        imagined_outcomes(["--config", "ppo_pi0_metaworld", "--episodes", str(tmp_path / "eps")])

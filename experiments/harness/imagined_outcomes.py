@@ -1,0 +1,137 @@
+"""Does imagination predict the real outcome from a recorded start? A gauge that needs no simulator.
+
+    python -m experiments.harness.imagined_outcomes --config CONFIG --episodes D [--samples 4] [--steps 220] [key=value ...]
+
+For every recorded episode of ``D`` whose outcome is known (e.g. the start policy's rollouts on init states never
+trained on), the config's policy (``rollout.model_dir``, sampled as a training rollout draws it) plays ``--samples``
+episodes closed loop in the config's world-model env (``env.train``) from that episode's first frame and
+proprioception (``WorldModelEnv.reset_to``). Reported over all episodes and per task: the real success rate of the
+recorded episodes beside the imagined one (an imagined episode succeeds where the env terminates it), the AUC of the
+imagined return (the mean over samples) for the recorded outcome, and the same for the imagined success rate. Unlike
+``wm_outcome_gauge`` it does not rebuild a start in a simulator, so it serves LIBERO and a robot's own recordings;
+the real and imagined samples share only the start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import defaultdict
+
+import numpy as np
+import torch
+
+
+def imagine(env, policy, starts: dict[str, torch.Tensor], steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Closed-loop episodes of ``policy`` in ``env`` from ``starts`` (images [N, V, H, W, 3], state [N, S]): each one's
+    return and whether it succeeded (terminated) within ``steps`` actions."""
+    from policy_and_value.envs.metaworld_tasks import select_state
+
+    obs, _ = env.reset_to(starts["images"], select_state(starts["state"], env.cfg.state_type))
+    n = env.num_envs
+    returns, success, alive = (
+        torch.zeros(n),
+        torch.zeros(n, dtype=torch.bool),
+        torch.ones(n, dtype=torch.bool),
+    )
+    for _ in range(-(-steps // env.chunk)):
+        with torch.no_grad():
+            actions = policy.predict(obs, mode="train").actions.float().clamp(-1, 1)
+        obs, rewards, terminated, truncated, _ = env.chunk_step(actions)
+        returns += rewards.sum(1) * alive
+        success |= terminated.bool() & alive
+        alive &= ~(terminated | truncated).bool()
+        if not alive.any():
+            break
+    return returns.numpy(), success.numpy()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: imagine from every recorded start, then print the table (all episodes, then per task)."""
+    from policy_and_value.config import load_config
+    from policy_and_value.models.pi0 import from_pretrained
+    from toolkits.base.metrics import auc
+    from toolkits.episodes import EpisodeDataset
+    from world_models.env import WorldModelEnv
+
+    p = argparse.ArgumentParser(
+        prog="python -m experiments.harness.imagined_outcomes", description=__doc__.splitlines()[0]
+    )
+    p.add_argument("--config", required=True, help="a job whose env.train is a world-model env")
+    p.add_argument(
+        "--episodes", required=True, help="recorded real episodes (their first frames are the starts)"
+    )
+    p.add_argument("--samples", type=int, default=4, help="imagined episodes a start")
+    p.add_argument("--steps", type=int, default=220, help="actions an imagined episode may take")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("overrides", nargs="*", help="key=value overrides of the config")
+    args = p.parse_args(argv)
+    if not os.path.isfile(os.path.join(args.episodes, "index.json")):
+        p.error(f"--episodes={args.episodes}: no index.json there")
+    for flag, value in (("--samples", args.samples), ("--steps", args.steps)):
+        if value < 1:
+            p.error(f"{flag}={value}: must be >= 1")
+    cfg = load_config(args.config, args.overrides)
+    if cfg.env.train.env_type != "world_model":
+        p.error(f"--config={args.config}: env.train.env_type={cfg.env.train.env_type}; expected world_model")
+    torch.manual_seed(args.seed)
+    policy = from_pretrained(
+        cfg.rollout.model_dir, noise_method="flow_sde", noise_level=cfg.model.pi0["noise_level"]
+    )
+    policy.eval()
+    data = EpisodeDataset(args.episodes)
+    by_task: dict[str, list[int]] = defaultdict(list)
+    for i, entry in enumerate(data.entries):
+        if entry.get("success_once") is not None:
+            by_task[entry["task"]].append(i)
+    rows: dict[str, list] = defaultdict(list)
+    for task, ids in by_task.items():
+        if task not in cfg.env.train.tasks:
+            continue
+        n = len(ids) * args.samples
+        env_cfg = cfg.env.train.model_copy(update={"tasks": [task], "num_envs": n, "group_size": 1, "auto_reset": False,
+                                                   "use_fixed_reset_state_ids": False, "max_episode_steps": args.steps,
+                                                   "visualize_wm_pred": False, "task_weights": None})  # fmt: skip
+        env = WorldModelEnv(env_cfg, n, seed=args.seed)
+        firsts = [data[i] for i in ids]
+        starts = {
+            "images": torch.from_numpy(np.stack([e.images[0] for e in firsts])).repeat_interleave(
+                args.samples, 0
+            ),
+            "state": torch.from_numpy(np.stack([e.state[0] for e in firsts])).repeat_interleave(
+                args.samples, 0
+            ),
+        }
+        returns, success = imagine(env, policy, starts, args.steps)
+        env.close()
+        rows["task"] += [task] * len(ids)
+        rows["real"] += [bool(e.meta["success_once"]) for e in firsts]
+        rows["return"] += list(returns.reshape(len(ids), args.samples).mean(1))
+        rows["imagined"] += list(success.reshape(len(ids), args.samples).mean(1))
+        print(f"{task}: {len(ids)} starts x {args.samples} imagined", flush=True)
+    if not rows:
+        p.error(
+            f"--episodes={args.episodes}: no episode of known outcome of the config's tasks {cfg.env.train.tasks}"
+        )
+    tasks, real = np.array(rows["task"]), np.array(rows["real"])
+    ret, imagined = np.array(rows["return"]), np.array(rows["imagined"])
+    print(
+        "| episodes | starts | real success | imagined success | AUC of the imagined return | AUC of imagined success |"
+    )
+    print("|---|---|---|---|---|---|")
+    for name in ["all", *sorted(set(tasks))]:
+        pick = np.ones(len(tasks), bool) if name == "all" else tasks == name
+        y = real[pick]
+        both = 0 < y.sum() < len(y)
+        cells = [f"{auc(ret[pick], y):.3f}", f"{auc(imagined[pick], y):.3f}"] if both else ["n/a", "n/a"]
+        print(
+            f"| {name} | {pick.sum()} | {y.mean():.1%} | {imagined[pick].mean():.1%} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
