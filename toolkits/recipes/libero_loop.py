@@ -19,7 +19,6 @@ import io
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from pydantic import Field, PositiveInt
 
@@ -135,13 +134,8 @@ def run(args: Args) -> Stages:
     """The stages not done yet, in order, up to ``--stop-after``."""
     os.makedirs(args.out, exist_ok=True)
     s = Stages("libero-loop")
-    for name, output, step in plan(args):
-        if Path(output).exists():
-            s.skip(name, output)
-        else:
-            step(s)
-        if name == args.stop_after:
-            return s
+    if s.run_plan(plan(args), args.stop_after):
+        return s
     s.log(f"success in LIBERO: imitation in {args.out}/eval_imitation.md; PPO and rl_release_libero before -> after "
           f"in {args.out}/ppo/metrics.jsonl and {args.out}/rl_release_libero/metrics.jsonl (eval/success_once)")  # fmt: skip
     return s

@@ -97,11 +97,7 @@ def run(args: Args) -> Stages:
     """The stages not done yet, in order."""
     Path(args.out).mkdir(parents=True, exist_ok=True)
     s = Stages("libero-observation-model")
-    for name, output, step in plan(args):
-        if Path(output).exists():
-            s.skip(name, output)
-        else:
-            step(s)
+    s.run_plan(plan(args))
     s.log(f"gauge the value head: python -m experiments.harness.value_auc --model {args.out}/wmB/model "
           f"--vae {args.out}/vae/model --episodes {args.out}/heldout_rollouts")  # fmt: skip
     return s

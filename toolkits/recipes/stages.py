@@ -55,6 +55,20 @@ class Stages:
         """Note a stage skipped because its output exists (a re-run continues where the last one stopped)."""
         self.log(f"== {name}: {output} exists, skipped")
 
+    def run_plan(
+        self, plan: list[tuple[str, str, Callable[[Stages], None]]], stop_after: str | None = None
+    ) -> bool:
+        """Run each ``(stage, output, step)`` of ``plan`` in order, skipping those whose output exists (a re-run
+        continues where the last one stopped); True when it stopped after the stage ``stop_after``."""
+        for name, output, step in plan:
+            if Path(output).exists():
+                self.skip(name, output)
+            else:
+                step(self)
+            if name == stop_after:
+                return True
+        return False
+
     def table(self) -> str:
         """The total and every stage's wall time, one line each."""
         lines = [f"{self.recipe}: done in {time.time() - self.start:.0f} s"]
