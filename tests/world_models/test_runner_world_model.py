@@ -105,19 +105,21 @@ def test_grpo_compares_samples_from_shared_imagined_starts(episodes, model_dirs,
 
 
 def test_a_group_weighted_zero_does_not_move_the_update(episodes, model_dirs, tmp_path):
-    """``loss_weight: 0`` on the imagined group, through the whole runtime: scaling its rewards leaves the
-    trained weights as they were (advantages not normalised across envs), while at weight 1 it changes them."""
+    """``loss_weight: 0`` on the imagined group, through the whole runtime: scaling its rewards five-fold reaches
+    its advantages (not normalised across envs) yet leaves the trained weights as they were."""
     from safetensors.torch import load_file
 
-    def trained(name: str, weight: float, coef: float) -> dict:
+    def trained(name: str, coef: float) -> tuple[list[dict], dict]:
         overrides = mixed_job(
-            model_dirs, episodes, f",reward_coef:{coef},loss_weight:{weight}", "", "~env.eval",
+            model_dirs, episodes, f",reward_coef:{coef},loss_weight:0", "", "~env.eval",
             "algorithm.normalize_advantages=false", "runner.max_steps=1", "runner.val_check_interval=-1",
             "runner.save_interval=1",
         )  # fmt: skip
-        run_and_read("ppo_cnn_metaworld", tmp_path, name, overrides)
-        return load_file(tmp_path / name / "checkpoints" / "global_step_1" / "rollout" / "model.safetensors")
+        rows = run_and_read("ppo_cnn_metaworld", tmp_path, name, overrides)
+        return rows, load_file(tmp_path / name / "checkpoints" / "global_step_1" / "rollout" / "model.safetensors")
 
-    base = trained("w0", 0.0, 1.0)
-    assert all(torch.equal(base[k], v) for k, v in trained("w0_scaled", 0.0, 5.0).items())
-    assert not all(torch.equal(base[k], v) for k, v in trained("w1_scaled", 1.0, 5.0).items())
+    (base_rows, base), (scaled_rows, scaled) = trained("w0", 1.0), trained("w0_scaled", 5.0)
+    base_row, scaled_row = base_rows[0], scaled_rows[0]
+    assert base_row["rollout/imagined/returns_mean"] != scaled_row["rollout/imagined/returns_mean"]  # reached
+    assert base_row["rollout/real/advantages_mean"] == scaled_row["rollout/real/advantages_mean"]
+    assert all(torch.equal(base[k], v) for k, v in scaled.items())
