@@ -2,32 +2,18 @@
 stages run for real, ``--stop-after`` stops where it says, a re-run skips what is done, and the remaining RL stages'
 commands are the jobs the loop's report ran (LIBERO's own stages are tested in tests/envs/test_libero_loop.py)."""
 
-import numpy as np
 import pytest
 
+from tests.recipes.libero_episodes import write_libero_episodes
 from toolkits.recipes import libero_loop
 
 pytestmark = pytest.mark.slow
-CAMERAS = ["agentview", "robot0_eye_in_hand"]
 
 
 @pytest.fixture(scope="module")
 def episodes(tmp_path_factory) -> str:
-    """Two episodes a task of the loop's three tasks: 64-px frames of both cameras, LIBERO's 8-number state."""
-    from toolkits.episodes import Episode, EpisodeWriter
-
-    path = str(tmp_path_factory.mktemp("libero") / "episodes")
-    writer = EpisodeWriter(path, info={"cameras": CAMERAS, "image_size": 64})
-    rng = np.random.default_rng(0)
-    for task in libero_loop.TASKS:
-        for i in range(2):
-            t = 10
-            meta = {"prompt": task.replace("_", " "), "task": task, "success_once": i == 0}
-            writer.write(Episode(rng.integers(0, 255, (t + 1, 2, 64, 64, 3), dtype=np.uint8),
-                                 rng.normal(size=(t + 1, 8)).astype(np.float32), rng.uniform(-1, 1, (t, 7)).astype(np.float32),
-                                 np.zeros(t, np.float32), np.zeros(t, bool), meta))  # fmt: skip
-    writer.close({})
-    return path
+    """Two episodes a task of the loop's three tasks (one successful)."""
+    return write_libero_episodes(tmp_path_factory.mktemp("libero") / "episodes", steps=10)
 
 
 def test_the_offline_stages_run_stop_where_asked_and_a_rerun_skips_them(episodes, tmp_path, capsys):

@@ -4,41 +4,18 @@ cameras' VAE and the observation model, trained in the observation-only setting;
 
 import json
 
-import numpy as np
 import pytest
 
+from tests.recipes.libero_episodes import write_libero_episodes
 from toolkits.recipes import libero_observation
-from toolkits.recipes.libero_loop import TASKS
 
 pytestmark = pytest.mark.slow  # LIBERO envs take seconds to build
-CAMERAS = ["agentview", "robot0_eye_in_hand"]
 
 
 @pytest.fixture(scope="module")
 def demos(tmp_path_factory) -> str:
-    """Two demonstrations a task (one successful): 64-px frames of both cameras, LIBERO's 8-number state."""
-    from toolkits.episodes import Episode, EpisodeWriter
-
-    path = str(tmp_path_factory.mktemp("libero_obs") / "demos")
-    writer = EpisodeWriter(path, info={"cameras": CAMERAS, "image_size": 64})
-    rng = np.random.default_rng(0)
-    for task in TASKS:
-        for i in range(2):
-            t = 12
-            success = np.zeros(t, bool)
-            success[-1] = i == 0
-            meta = {
-                "prompt": task.replace("_", " "),
-                "task": task,
-                "success_once": i == 0,
-                "cameras": CAMERAS,
-                "image_size": 64,
-            }
-            writer.write(Episode(rng.integers(0, 255, (t + 1, 2, 64, 64, 3), dtype=np.uint8),
-                                 rng.normal(size=(t + 1, 8)).astype(np.float32), rng.uniform(-1, 1, (t, 7)).astype(np.float32),
-                                 success.astype(np.float32), success, meta))  # fmt: skip
-    writer.close({})
-    return path
+    """Two demonstrations a task (one successful)."""
+    return write_libero_episodes(tmp_path_factory.mktemp("libero_obs") / "demos")
 
 
 def test_the_recipe_builds_an_observation_model_from_libero_recordings(demos, tmp_path, capsys):

@@ -116,7 +116,9 @@ def test_a_group_weighted_zero_does_not_move_the_update(episodes, model_dirs, tm
             "runner.save_interval=1",
         )  # fmt: skip
         rows = run_and_read("ppo_cnn_metaworld", tmp_path, name, overrides)
-        return rows, load_file(tmp_path / name / "checkpoints" / "global_step_1" / "rollout" / "model.safetensors")
+        return rows, load_file(
+            tmp_path / name / "checkpoints" / "global_step_1" / "rollout" / "model.safetensors"
+        )
 
     (base_rows, base), (scaled_rows, scaled) = trained("w0", 1.0), trained("w0_scaled", 5.0)
     base_row, scaled_row = base_rows[0], scaled_rows[0]

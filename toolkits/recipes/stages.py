@@ -10,6 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def tool_step(name: str, module: str, argv: list[str]) -> Callable[[Stages], None]:
+    """A plan's step that runs the tool ``python -m module argv`` as stage ``name`` (``Stages.run_plan``)."""
+    return lambda s: s.tool(name, module, argv)
+
+
 class StageFailed(RuntimeError):
     """A stage's tool exited with a non-zero code; the message names the stage and the command."""
 
