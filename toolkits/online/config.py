@@ -43,6 +43,13 @@ class ImaginationConfig(Strict):
     anchor_coef: float = Field(0.0, ge=0.0)
 
 
+class TrainResources(Strict):
+    """What each of a round's training steps (imitation, the world model's refit) holds as a Ray task."""
+
+    num_cpus: int | None = Field(None, ge=1)  # null: every CPU of the Ray cluster
+    num_gpus: float = Field(0.0, ge=0.0)
+
+
 class ImproverConfig(Strict):
     registry: str  # a policy registry (worldrl registry init) with a current version
     recordings: str  # the server's --record directory
@@ -58,6 +65,7 @@ class ImproverConfig(Strict):
     sft_config: str = "offline/sft_pi0_tiny"
     sft_overrides: list[str] = Field(default_factory=lambda: ["train.max_steps=300", "train.warmup_steps=10"])
     imagination: ImaginationConfig = Field(default_factory=ImaginationConfig)
+    train_resources: TrainResources = Field(default_factory=TrainResources)
     gate: GateConfig = Field(default_factory=GateConfig)
     poll_seconds: float = Field(10.0, gt=0.0)
     max_rounds: int | None = Field(None, ge=1)  # stop after this many rounds (null: run until stopped)

@@ -1,5 +1,5 @@
 """The improver's recipe ``imagination``: refit the observation world model warm on what the server recorded, then
-improve the current version with the RL job ``imagination.rl_config`` inside it (on Ray, no simulator).
+improve the current version with the RL job ``imagination.rl_config`` inside it (both on Ray, no simulator).
 
 Imagined episodes start from the recorded training episodes' first frames and proprioception. The RL job's
 evaluation is the same world model started from the held-out recorded episodes (one env a start, the same starts
@@ -105,6 +105,7 @@ def imagined_round(
     the world model it trained in)."""
     from policy_and_value.runner.runner import run_job
     from toolkits.ckpt_convertor.export_policy import export_policy
+    from toolkits.online.ray_tasks import run_on_ray
 
     base = rl_job(cfg, current, world_model, train)  # the job's own models
     init = world_model or base.env.train.state_model_config
@@ -113,9 +114,8 @@ def imagined_round(
         raise NothingToImagine(f"no recorded training episode of a task the world model {init} knows")
     model = init
     if cfg.imagination.refit_steps > 0:
-        model = refit_world_model(
-            cfg, init, train, tasks, base.env.train.dynamics_model_config, where / "world_model"
-        )
+        model = run_on_ray(refit_world_model, cfg, init, train, tasks, base.env.train.dynamics_model_config,
+                           where / "world_model", **cfg.train_resources.model_dump())  # fmt: skip
         log(f"improver: world model refitted on {train} ({cfg.imagination.refit_steps} steps) -> {model}")
     starts, start_tasks = heldout, known_tasks(heldout, model)
     if not start_tasks:  # no held-out episode of a known task yet: the training starts

@@ -8,7 +8,8 @@ read again); every ``holdout_every``-th is held out for the gate. The policy is 
 on every recorded training episode so far: advantage-conditioned imitation when a reward model labels them, else
 filtered imitation of the successful ones (all a robot's success flag gives); with ``method=imagination``, RL in the
 observation world model refitted warm on them (``toolkits/online/imagination.py``), gated also on imagined success from
-the held-out episodes' starts. The gate compares the candidate's
+the held-out episodes' starts. Training runs as Ray tasks (``train_resources``; the RL job on its own Ray
+workers). The gate compares the candidate's
 flow-matching loss on the held-out episodes with the current version's and, in simulation (``gate.eval_tasks``),
 their Meta-World success on layouts never served. A candidate that passes becomes the next version (its manifest:
 parent, round, episodes, gate metrics); the server following the registry serves it from the next episode.
@@ -150,6 +151,7 @@ class Improver:
         """Train, gate and (if it passes) publish round ``number``'s candidate; the round's record."""
         from policy_and_value.offline.config import SFTConfig
         from policy_and_value.offline.train_sft import train_sft
+        from toolkits.online.ray_tasks import run_on_ray
 
         start, cfg = time.time(), self.cfg
         parent = self.registry.current()
@@ -184,7 +186,10 @@ class Improver:
                 )
         else:
             job = SFTConfig.model_validate(sft_job_data(cfg, data, str(where / "sft"), current))
-            candidate = train_sft(job, log=self.log)
+            self.log(
+                f"improver: round {number}: imitation as a Ray task ({cfg.train_resources.model_dump()})"
+            )
+            candidate = run_on_ray(train_sft, job, **cfg.train_resources.model_dump())
         shutil.copy2(current / "deploy.json", candidate / "deploy.json")  # the same robot-facing interface
         gate = self.gate(current, candidate, held, imagined)
         record = {"round": number, "parent": parent, "new_episodes": new, "gate": gate,
