@@ -8,7 +8,7 @@ import json
 import os
 
 from policy_and_value.config.schema import EnvConfig, JobConfig
-from policy_and_value.envs.metaworld_tasks import FULL_STATE_DIM, PROPRIO_DIM
+from policy_and_value.envs.metaworld_tasks import FULL_STATE_DIM, PROPRIO_DIM, SIMULATOR_PROPRIO_DIM
 from toolkits.base.errors import config_error
 
 METAWORLD_ACTION_DIM = 4  # end-effector xyz delta + gripper
@@ -34,8 +34,9 @@ def env_sizes(env: EnvConfig) -> tuple[int, int] | None:
             saved = json.load(f)
         # a model trained on all of its episodes' state (state_type full) imagines states of that size:
         # Meta-World's 39, or LIBERO's 8 (its episodes record the proprioception only)
-        if env.state_type == "full" and int(saved.get("state_dim", 0)) > 0:  # 0: a model without state input
-            state_dim = int(saved["state_dim"])
+        saved_dim = int(saved.get("state_dim", 0))  # 0: a model without state input
+        if saved_dim > 0 and (env.state_type == "full" or saved_dim == SIMULATOR_PROPRIO_DIM):
+            state_dim = saved_dim  # LIBERO's and ManiSkill's 8 numbers are proprioception whole (select_state)
         return int(saved["action_dim"]), state_dim
     return None
 
