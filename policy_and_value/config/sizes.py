@@ -36,7 +36,9 @@ def env_sizes(env: EnvConfig) -> tuple[int, int] | None:
         # Meta-World's 39, or LIBERO's 8 (its episodes record the proprioception only)
         saved_dim = int(saved.get("state_dim", 0))  # 0: a model without state input
         if saved_dim > 0 and (env.state_type == "full" or saved_dim == SIMULATOR_PROPRIO_DIM):
-            state_dim = saved_dim  # LIBERO's and ManiSkill's 8 numbers are proprioception whole (select_state)
+            state_dim = (
+                saved_dim  # LIBERO's and ManiSkill's 8 numbers are proprioception whole (select_state)
+            )
         return int(saved["action_dim"]), state_dim
     return None
 

@@ -17,5 +17,7 @@ def test_a_world_model_env_gives_the_state_its_model_was_trained_on(
 ):
     """Meta-World's 39 numbers cut to the hand's 4 for ``proprio``; LIBERO's 8 are proprioception, kept whole."""
     (tmp_path / "config.json").write_text(json.dumps({"action_dim": 7, "state_dim": saved_state_dim}))
-    env = WorldModelEnvConfig(env_type="world_model", dynamics_model_config=str(tmp_path), state_type=state_type)
+    env = WorldModelEnvConfig(
+        env_type="world_model", dynamics_model_config=str(tmp_path), state_type=state_type
+    )
     assert env_sizes(env) == (7, expected)
