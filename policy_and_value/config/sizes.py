@@ -8,7 +8,7 @@ import json
 import os
 
 from policy_and_value.config.schema import EnvConfig, JobConfig
-from policy_and_value.envs.metaworld_tasks import FULL_STATE_DIM, PROPRIO_DIM, SIMULATOR_PROPRIO_DIM
+from policy_and_value.envs.metaworld_tasks import FULL_STATE_DIM, PROPRIO_DIM, selected_state_dim
 from toolkits.base.errors import config_error
 
 METAWORLD_ACTION_DIM = 4  # end-effector xyz delta + gripper
@@ -32,13 +32,11 @@ def env_sizes(env: EnvConfig) -> tuple[int, int] | None:
     if env.env_type == "world_model" and env.dynamics_model_config is not None:
         with open(os.path.join(env.dynamics_model_config, "config.json")) as f:
             saved = json.load(f)
-        # a model trained on all of its episodes' state (state_type full) imagines states of that size:
-        # Meta-World's 39, or LIBERO's 8 (its episodes record the proprioception only)
+        # the model's states as select_state gives them: Meta-World's 39 (full) or the hand's 4 (proprio);
+        # LIBERO's and ManiSkill's 8 numbers are proprioception, kept whole either way
         saved_dim = int(saved.get("state_dim", 0))  # 0: a model without state input
-        if saved_dim > 0 and (env.state_type == "full" or saved_dim == SIMULATOR_PROPRIO_DIM):
-            state_dim = (
-                saved_dim  # LIBERO's and ManiSkill's 8 numbers are proprioception whole (select_state)
-            )
+        if saved_dim > 0:
+            state_dim = selected_state_dim(saved_dim, env.state_type)
         return int(saved["action_dim"]), state_dim
     return None
 

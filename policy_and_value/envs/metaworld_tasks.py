@@ -89,9 +89,14 @@ def select_state(state, state_type: str):
     """The state a policy or model sees: all of it (``full``) or the proprioception (``proprio``): the first 4 of
     Meta-World's numbers; a state of LIBERO's or ManiSkill's 8 numbers is their proprioception already and stays
     whole, so ``proprio`` reads the robot's own state from a recording of any of these simulators."""
-    if state_type == "full" or state.shape[-1] == SIMULATOR_PROPRIO_DIM:
+    if selected_state_dim(state.shape[-1], state_type) == state.shape[-1]:
         return state
     return state[..., :PROPRIO_DIM]
+
+
+def selected_state_dim(state_dim: int, state_type: str) -> int:
+    """How many numbers ``select_state`` keeps of a state of ``state_dim`` (the config checks size envs with it)."""
+    return state_dim if state_type == "full" or state_dim == SIMULATOR_PROPRIO_DIM else PROPRIO_DIM
 
 
 def state_type_for(state_dim: int) -> str:
