@@ -105,25 +105,26 @@ def imagined_round(
     the world model it trained in)."""
     from policy_and_value.runner.runner import run_job
     from toolkits.ckpt_convertor.export_policy import export_policy
-    from toolkits.online.ray_tasks import run_on_ray
+    from toolkits.online.ray_tasks import ray_session, run_on_ray
 
     base = rl_job(cfg, current, world_model, train)  # the job's own models
     init = world_model or base.env.train.state_model_config
     tasks = known_tasks(train, init)
     if not tasks:
         raise NothingToImagine(f"no recorded training episode of a task the world model {init} knows")
-    model = init
-    if cfg.imagination.refit_steps > 0:
-        model = run_on_ray(refit_world_model, cfg, init, train, tasks, base.env.train.dynamics_model_config,
-                           where / "world_model", **cfg.train_resources.model_dump())  # fmt: skip
-        log(f"improver: world model refitted on {train} ({cfg.imagination.refit_steps} steps) -> {model}")
-    starts, start_tasks = heldout, known_tasks(heldout, model)
-    if not start_tasks:  # no held-out episode of a known task yet: the training starts
-        starts, start_tasks = train, tasks
-    job = with_imagined_eval(rl_job(cfg, current, model, train, tasks), starts, start_tasks,
-                             cfg.imagination.eval_episodes, str(where))  # fmt: skip
-    shutil.rmtree(where / "rl", ignore_errors=True)  # what a killed improver left of this round's RL
-    runner = run_job(job)
+    with ray_session():  # one Ray for the refit and the RL job
+        model = init
+        if cfg.imagination.refit_steps > 0:
+            model = run_on_ray(refit_world_model, cfg, init, train, tasks, base.env.train.dynamics_model_config,
+                               where / "world_model", **cfg.train_resources.model_dump())  # fmt: skip
+            log(f"improver: world model refitted on {train} ({cfg.imagination.refit_steps} steps) -> {model}")
+        starts, start_tasks = heldout, known_tasks(heldout, model)
+        if not start_tasks:  # no held-out episode of a known task yet: the training starts
+            starts, start_tasks = train, tasks
+        job = with_imagined_eval(rl_job(cfg, current, model, train, tasks), starts, start_tasks,
+                                 cfg.imagination.eval_episodes, str(where))  # fmt: skip
+        shutil.rmtree(where / "rl", ignore_errors=True)  # what a killed improver left of this round's RL
+        runner = run_job(job)
     candidate = export_policy(runner.saved[-1], where / "candidate")
     metrics = {
         "imagined_success_current": float(runner.first_eval["eval/success_once"]),
