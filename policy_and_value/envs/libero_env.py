@@ -52,7 +52,7 @@ class LiberoEnv(SimulatorEnv):
 
     def __init__(self, cfg: EnvConfig, num_envs: int, seed: int, rank: int = 0, video_dir: str | None = None):
         from libero.libero import get_libero_path
-        from libero.libero.envs import OffScreenRenderEnv
+        from libero.libero.envs.env_wrapper import ControlEnv
 
         known = suite_tasks(cfg.suite)
         for t in cfg.tasks:
@@ -65,8 +65,11 @@ class LiberoEnv(SimulatorEnv):
             bench, index = known[self.tasks[self.task_ids[i]]]
             task = bench.get_task(index)
             bddl = os.path.join(get_libero_path("bddl_files"), task.problem_folder, task.bddl_file)
-            env = OffScreenRenderEnv(
+            # ControlEnv, not OffScreenRenderEnv: that one forces robosuite's own EGL context on (about 0.45 GB an env);
+            # the frames come from the mujoco.Renderer below, the same pixels either way
+            env = ControlEnv(
                 bddl_file_name=bddl, hard_reset=False, use_camera_obs=False, has_offscreen_renderer=False,
+                has_renderer=False,
                 camera_heights=cfg.image_size, camera_widths=cfg.image_size,
             )  # fmt: skip
             env.seed(int(seed) + i)
