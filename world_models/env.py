@@ -243,11 +243,11 @@ class WorldModelEnv(BatchedEnv):
         self._members[:, ids] = state.numpy()[None]
 
     def _as_members(self, states: torch.Tensor) -> torch.Tensor:
-        """Given states [N, S] (e.g. a simulator's) as every member's [K, N, S], for the member-wise heads."""
-        return states.float()[None].expand(self.state_model.cfg.ensemble_size, -1, -1)
+        """Given states [N, ..., S] (e.g. a simulator's) as every member's [K, N, ..., S], for the member-wise heads."""
+        return states.float()[None].expand(self.state_model.cfg.ensemble_size, *states.shape)
 
     def score_states(self, states: torch.Tensor) -> torch.Tensor:
-        """The state model's success probability of given states [N, S] (e.g. a simulator's) -> [N]."""
+        """The state model's success score of given states [N, ..., S] (e.g. a simulator's) -> [N, ...]."""
         return self._scores_of_states(self._as_members(states))
 
     def reward_of_states(self, states: torch.Tensor) -> torch.Tensor:

@@ -10,6 +10,12 @@ recorded episodes beside the imagined one (an imagined episode succeeds where th
 imagined return (the mean over samples) for the recorded outcome, and the same for the imagined success rate. Unlike
 ``wm_outcome_gauge`` it does not rebuild a start in a simulator, so it serves LIBERO and a robot's own recordings;
 the real and imagined samples share only the start.
+
+Two more columns tell where a wrong outcome comes from: ``replayed`` (the recorded episode's own actions replayed
+open loop in imagination from its start: does the model carry those actions to their real outcome?) and ``heads on
+real`` (the success score of the recorded frames themselves, through the observation model's encoder and success
+head, its highest over the episode: can the head see the outcome at all?). Each gives its success rate (score over
+``success_threshold``) and the AUC of its score for the recorded outcome.
 """
 
 from __future__ import annotations
@@ -47,11 +53,64 @@ def imagine(env, policy, starts: dict[str, torch.Tensor], steps: int) -> tuple[n
     return returns.numpy(), success.numpy()
 
 
+def replay(env, starts: dict[str, torch.Tensor], actions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Each recorded episode's ``actions`` [T_i, A] replayed open loop in ``env`` (one env an episode) from its start:
+    the imagined return and whether imagination reached success within the episode's own length."""
+    from policy_and_value.envs.metaworld_tasks import select_state
+
+    env.reset_to(starts["images"], select_state(starts["state"], env.cfg.state_type))
+    n, c = env.num_envs, env.chunk
+    lengths = np.array([len(a) for a in actions])
+    padded = np.zeros((n, -(-lengths.max() // c) * c, env.action_dim), np.float32)
+    for i, a in enumerate(actions):
+        padded[i, : len(a)] = a
+    returns, success = torch.zeros(n), torch.zeros(n, dtype=torch.bool)
+    alive = torch.ones(n, dtype=torch.bool)
+    for k in range(padded.shape[1] // c):
+        _, rewards, terminated, truncated, _ = env.chunk_step(
+            torch.from_numpy(padded[:, k * c : (k + 1) * c])
+        )
+        returns += rewards.sum(1) * alive
+        success |= terminated.bool() & alive
+        alive &= ~(terminated | truncated).bool() & torch.from_numpy(lengths > (k + 1) * c)
+        if not alive.any():
+            break
+    return returns.numpy(), success.numpy()
+
+
+def real_frame_scores(env, episodes: list) -> np.ndarray:
+    """Each recorded episode's highest success score of its own frames (the encoder, then the success head; one env
+    an episode) -> [len(episodes)]."""
+    from policy_and_value.envs.metaworld_tasks import select_state
+
+    with torch.no_grad():
+        states = [
+            env.observed_states(
+                {
+                    "images": torch.from_numpy(e.images),
+                    "state": select_state(torch.from_numpy(e.state), env.cfg.state_type),
+                }
+            )
+            for e in episodes
+        ]
+        padded = torch.nn.utils.rnn.pad_sequence(states, batch_first=True)  # [N, T_max, S]
+        scores = env.score_states(padded)  # [N, T_max]
+    lengths = torch.tensor([len(s) for s in states])
+    scores[torch.arange(scores.shape[1])[None] >= lengths[:, None]] = 0.0
+    return scores.max(1).values.numpy()
+
+
+def cell(score: np.ndarray, pick: np.ndarray, real: np.ndarray) -> str:
+    """The AUC of ``score[pick]`` for the outcomes ``real`` (already picked), or n/a where they do not differ."""
+    from toolkits.base.metrics import auc
+
+    return f"{auc(score[pick], real):.3f}" if 0 < real.sum() < len(real) else "n/a"
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI: imagine from every recorded start, then print the table (all episodes, then per task)."""
     from policy_and_value.config import load_config
     from policy_and_value.models.pi0 import from_pretrained
-    from toolkits.base.metrics import auc
     from toolkits.episodes import EpisodeDataset
     from world_models.env import WorldModelEnv
 
@@ -105,6 +164,15 @@ def main(argv: list[str] | None = None) -> int:
         }
         returns, success = imagine(env, policy, starts, args.steps)
         env.close()
+        one = env_cfg.model_copy(update={"num_envs": len(ids)})
+        env = WorldModelEnv(one, len(ids), seed=args.seed)
+        firsts_only = {k: v[:: args.samples] for k, v in starts.items()}
+        replayed_return, replayed = replay(env, firsts_only, [e.actions for e in firsts])
+        rows["replayed return"] += list(replayed_return)
+        rows["replayed"] += list(replayed)
+        rows["heads on real"] += list(real_frame_scores(env, firsts))
+        threshold = env.cfg.success_threshold
+        env.close()
         rows["task"] += [task] * len(ids)
         rows["real"] += [bool(e.meta["success_once"]) for e in firsts]
         rows["return"] += list(returns.reshape(len(ids), args.samples).mean(1))
@@ -116,19 +184,19 @@ def main(argv: list[str] | None = None) -> int:
         )
     tasks, real = np.array(rows["task"]), np.array(rows["real"])
     ret, imagined = np.array(rows["return"]), np.array(rows["imagined"])
+    rep_ret, rep, heads = (np.array(rows[k], float) for k in ("replayed return", "replayed", "heads on real"))
     print(
-        "| episodes | starts | real success | imagined success | AUC of the imagined return | AUC of imagined success |"
+        "| episodes | starts | real success | imagined success | AUC of the imagined return | AUC of imagined success "
+        "| replayed: success | replayed: AUC of return | heads on real: success | heads on real: AUC |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in ["all", *sorted(set(tasks))]:
         pick = np.ones(len(tasks), bool) if name == "all" else tasks == name
         y = real[pick]
-        both = 0 < y.sum() < len(y)
-        cells = [f"{auc(ret[pick], y):.3f}", f"{auc(imagined[pick], y):.3f}"] if both else ["n/a", "n/a"]
+
         print(
-            f"| {name} | {pick.sum()} | {y.mean():.1%} | {imagined[pick].mean():.1%} | "
-            + " | ".join(cells)
-            + " |"
+            f"| {name} | {pick.sum()} | {y.mean():.1%} | {imagined[pick].mean():.1%} | {cell(ret, pick, y)} | {cell(imagined, pick, y)} "
+            f"| {rep[pick].mean():.1%} | {cell(rep_ret, pick, y)} | {(heads[pick] >= threshold).mean():.1%} | {cell(heads, pick, y)} |"
         )
     return 0
 

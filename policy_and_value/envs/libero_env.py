@@ -8,7 +8,7 @@ its task names. A reset puts an env in one of its task's init states (the reset 
 then holds the arm still for ``SETTLE_STEPS`` steps while objects settle, as openpi's and OpenVLA's LIBERO evaluations do.
 
 Observations: ``agentview`` and ``robot0_eye_in_hand`` frames, rendered only at the end of a chunk (and
-every step for envs recorded to video) by one ``mujoco.Renderer`` per env with the fast settings (no
+every step for envs recorded to video) by one ``mujoco.Renderer`` per scene (the envs of a task share it) with the fast settings (no
 multisampling, shadows or reflections) instead of robosuite's per-step camera observations; frames are
 oriented as openpi's LIBERO example feeds them (robosuite's image rotated 180 degrees). ``state`` is
 the 8 numbers openpi's pi0 LIBERO policies read: end-effector position, its orientation as axis-angle,
@@ -19,6 +19,7 @@ and the two gripper finger positions. Actions are LIBERO's 7: end-effector delta
 from __future__ import annotations
 
 import os
+from typing import Any
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -32,6 +33,17 @@ from policy_and_value.envs.simulator import SimulatorEnv  # noqa: E402
 
 SETTLE_STEPS = 10
 SETTLE_ACTION = np.array([0.0] * 6 + [-1.0])  # hold still, gripper open
+# what a renderer draws from its model (poses come from the data): envs whose models agree on all of it share one
+_SCENE_ARRAYS = (
+    "geom_type",
+    "geom_size",
+    "geom_dataid",
+    "geom_matid",
+    "geom_rgba",
+    "mat_rgba",
+    "mat_texid",
+    "tex_data",
+)
 
 
 def _axis_angle(quat_xyzw: np.ndarray) -> np.ndarray:
@@ -61,6 +73,7 @@ class LiberoEnv(SimulatorEnv):
         self._init_batch(cfg, num_envs, seed, rank, ACTION_DIM)
         self.envs, self.init_states, self.prompts, self.renderers = [], [], [], []
         self._raw: dict[int, dict[str, np.ndarray]] = {}
+        shared: list[tuple[Any, Any]] = []  # (model, its renderer): one a scene, not one an env
         for i in range(num_envs):
             bench, index = known[self.tasks[self.task_ids[i]]]
             task = bench.get_task(index)
@@ -79,12 +92,7 @@ class LiberoEnv(SimulatorEnv):
             )
             self.prompts.append(task.language)
             if cfg.use_images:
-                model = env.env.sim.model._model
-                model.vis.quality.offsamples = 0
-                r = mujoco.Renderer(model, cfg.image_size, cfg.image_size)
-                r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
-                r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
-                self.renderers.append(r)
+                self.renderers.append(self._renderer(env.env.sim.model._model, shared))
         image_shape = (len(cfg.cameras), cfg.image_size, cfg.image_size) if cfg.use_images else None
         self.spec = EnvSpec(
             ACTION_DIM, self.chunk, STATE_DIM, image_shape, tuple(self.tasks), None,
@@ -92,6 +100,20 @@ class LiberoEnv(SimulatorEnv):
         )  # fmt: skip
         self.num_start_states = min(len(states) for states in self.init_states)
         self._init_episodes(STATE_DIM, rank, video_dir)
+
+    def _renderer(self, model: Any, shared: list[tuple[Any, Any]]) -> Any:
+        """A renderer of ``model``: one already made for a model of the same scene (an env of the same task: every
+        geom, material and texture equal; poses come from each env's own data), else a new one. A renderer holds
+        the scene's textures, about 0.5 GB on a CPU's GL; twelve envs of three tasks need three."""
+        for other, renderer in shared:
+            if all(np.array_equal(getattr(model, k), getattr(other, k)) for k in _SCENE_ARRAYS):
+                return renderer
+        model.vis.quality.offsamples = 0
+        renderer = mujoco.Renderer(model, self.cfg.image_size, self.cfg.image_size)
+        renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+        renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        shared.append((model, renderer))
+        return renderer
 
     # ------------------------------------------------------------------ observation
     def _render(self, ids: np.ndarray) -> np.ndarray:
@@ -131,7 +153,7 @@ class LiberoEnv(SimulatorEnv):
         return 0.0, bool(env.check_success())  # the reward is the outcome (reward_signal: success)
 
     def _close_sim(self) -> None:
-        for r in self.renderers:
+        for r in {id(r): r for r in self.renderers}.values():  # shared ones once
             r.close()
         self.renderers = []
         for env in self.envs:

@@ -4,6 +4,7 @@ init states, success, episode limits, the fast render settings, and config valid
 from pathlib import Path
 
 import mujoco
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -102,6 +103,28 @@ def test_frames_are_rendered_with_the_fast_settings(env):
         assert not r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW]
         assert not r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION]
     assert not env.envs[0].env.use_camera_obs  # robosuite renders nothing per step
+
+
+def test_envs_of_one_task_share_a_renderer_and_each_shows_its_own_scene():
+    """Three envs, two of one task: that task's two share one renderer (its textures held once) yet each frame is
+    its own env's, pixel for pixel what a renderer of its own draws."""
+    e = make_env(_cfg(num_envs=3), 3, seed=0)
+    try:
+        e.reset(reset_state_ids=torch.tensor([0, 1, 2]))
+        same = [i for i in range(3) if e.task_ids[i] == e.task_ids[0]]
+        other = next(i for i in range(3) if e.task_ids[i] != e.task_ids[0])
+        assert len(same) == 2 and e.renderers[same[0]] is e.renderers[same[1]]
+        assert e.renderers[other] is not e.renderers[same[0]]
+        actions = torch.zeros(3, 4, ACTION_DIM)
+        actions[same[1], :, 0] = 1.0  # one of the pair moves, the other stays
+        obs = e.chunk_step(actions)[0]["images"]
+        assert not torch.equal(obs[same[0]], obs[same[1]])
+        own = e._renderer(e.envs[same[1]].env.sim.model._model, [])  # a renderer of its own
+        own.update_scene(e.envs[same[1]].env.sim.data._data, camera=e.cfg.cameras[0])
+        assert np.array_equal(own.render()[:, ::-1], obs[same[1], 0].numpy())
+        own.close()
+    finally:
+        e.close()
 
 
 def test_the_libero_job_config_validates_and_bad_libero_keys_are_named():

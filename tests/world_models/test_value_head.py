@@ -231,5 +231,8 @@ def test_imagined_outcomes_imagines_from_each_recorded_start(tmp_path, capsys):
     assert "drawer-open-v3: 4 starts x 2 imagined" in out
     row = next(line for line in out.splitlines() if line.startswith("| all |"))
     assert row.split(" | ")[1:3] == ["4", "50.0%"]  # starts, the recorded success rate
+    cells = row.strip("| ").split(" | ")
+    assert len(cells) == 10  # closed loop, recorded actions replayed, the heads on the real frames
+    assert all(0.0 <= float(c.rstrip("%")) <= 100.0 for c in cells[2:] if c != "n/a")
     with pytest.raises(SystemExit):
         imagined_outcomes(["--config", "ppo_pi0_metaworld", "--episodes", str(tmp_path / "eps")])
