@@ -184,7 +184,9 @@ class EpisodeBuffer:
 class EpisodeRecorder:
     """Writes finished episodes into a dataset directory from one writer thread (never the event loop)."""
 
-    def __init__(self, root: str, served: ServedPolicy):
+    def __init__(
+        self, root: str, served: ServedPolicy, source: str = "toolkits.deploy.serve_policy --record"
+    ):
         spec = served.spec
         self.root = root
         self.policy_dir = str(served.policy_dir)
@@ -193,7 +195,7 @@ class EpisodeRecorder:
         self.task_ids = {task: i for i, task in enumerate(spec.prompts)}
         self.noise_seed = served.seed
         info = {
-            "source": "toolkits.deploy.serve_policy --record", "policy_dir": self.policy_dir,
+            "source": source, "policy_dir": self.policy_dir,
             "cameras": self.cameras, "image_size": self.image_size, "state_dim": spec.state_dim,
             "action_dim": spec.action_dim, "chunk_size": spec.chunk_size, "image_keys": list(served.keys.images),
             "tasks": list(spec.prompts),

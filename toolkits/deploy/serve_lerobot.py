@@ -3,6 +3,7 @@
 
     worldrl serve-lerobot --policy-dir DIR [--host 127.0.0.1] [--port 8080] [--fps 30] [--seed 0]
     worldrl serve-lerobot --registry ROOT [--follow-interval 2] [...]
+    worldrl serve-lerobot ... --record DIR [--record-max-steps 10000] [--record-idle 30]
 
 The robot's client sends a ``RemotePolicyConfig`` (``policy_type`` pi0 or pi05; its ``pretrained_name_or_path`` is
 only logged: the policy is the one this server was started with, nothing is downloaded), then its raw observations
@@ -13,6 +14,8 @@ renamed by ``rename_map``) are checked against the policy's ``deploy.json`` when
 the number of cameras and, where the names match the policy's cameras, their order; a mismatch is refused with one
 line (gRPC INVALID_ARGUMENT) before any observation. As LeRobot's server does, an observation is skipped when its
 timestep was answered already or its state is within 1.0 (L2) of the last answered one, unless it is ``must_go``.
+``--record DIR`` saves each session's episode in the project's episode format, every observation with the action
+served for its timestep (``toolkits/deploy/lerobot_record.py``: where episodes begin and end, the outcome keys).
 
 Pickles from the network are read by ``lerobot_wire.safe_loads`` (LeRobot's dataclasses, numpy arrays, tensors; no
 other class), unlike LeRobot's own server, which unpickles whatever arrives. Each client (its connection) has its
@@ -28,6 +31,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +40,8 @@ import grpc
 import numpy as np
 
 from toolkits.deploy import lerobot_wire as wire
+from toolkits.deploy.lerobot_record import TimestepEpisode
+from toolkits.deploy.record import DEFAULT_MAX_STEPS, EpisodeRecorder, PendingEpisode
 from toolkits.deploy.served import BadRequest, ServedPolicy
 
 log = logging.getLogger("worldrl.serve_lerobot")
@@ -54,6 +60,9 @@ class Session:
     observations: queue.Queue = field(default_factory=lambda: queue.Queue(maxsize=1))
     answered: set[int] = field(default_factory=set)
     last_state: np.ndarray | None = None
+    episode: TimestepEpisode | None = None  # with --record: the open episode
+    lock: threading.Lock = field(default_factory=threading.Lock)  # the episode's (two RPC threads touch it)
+    touched: float = field(default_factory=time.monotonic)  # the last message
 
 
 def check_features(setup: wire.RemotePolicyConfig, served: ServedPolicy) -> tuple[list[str], list[str]]:
@@ -88,6 +97,17 @@ def check_features(setup: wire.RemotePolicyConfig, served: ServedPolicy) -> tupl
     return names, raw
 
 
+def episode_end(obs: dict[str, Any]) -> tuple[bool, bool | None]:
+    """(whether the raw observation ends its episode, the outcome it reports) from its ``episode_end`` and
+    ``success`` keys (``toolkits/deploy/lerobot_record.py``)."""
+    end, success = obs.get("episode_end", False), obs.get("success")
+    if not isinstance(end, bool | np.bool_):
+        raise BadRequest(f"observation episode_end={end!r}: true or false")
+    if success is not None and not isinstance(success, bool | np.bool_):
+        raise BadRequest(f"observation success={success!r}: true, false or absent (unknown)")
+    return bool(end), None if success is None else bool(success)
+
+
 def to_request(obs: dict[str, Any], session: Session) -> dict[str, Any]:
     """A raw LeRobot observation -> the served policy's request map (its image, state and prompt keys)."""
     keys = session.served.keys
@@ -106,20 +126,53 @@ class AsyncInferenceServicer:
     """The four methods of ``transport.AsyncInference`` over a policy source (``FixedPolicy`` or
     ``RegistryFollower``: ``acquire`` / ``release`` a version)."""
 
-    def __init__(self, source: Any, fps: float = 30.0, obs_timeout: float = 2.0, max_message_mb: float = 16):
+    def __init__(
+        self, source: Any, fps: float = 30.0, obs_timeout: float = 2.0, max_message_mb: float = 16,
+        recorder: EpisodeRecorder | None = None, record_max_steps: int = DEFAULT_MAX_STEPS,
+    ):  # fmt: skip
         self.source, self.dt, self.obs_timeout = source, 1.0 / fps, obs_timeout
         self.limit = int(max_message_mb * 1024 * 1024)
         self.sessions: dict[str, Session] = {}
         self.lock = threading.Lock()
+        self.recorder, self.record_max_steps = recorder, record_max_steps
+        self.connections = 0  # sessions begun (each numbers its recorded episodes)
 
     def session(self, context: grpc.ServicerContext) -> Session:
         with self.lock:
-            return self.sessions.setdefault(context.peer(), Session())
+            session = self.sessions.setdefault(context.peer(), Session())
+        session.touched = time.monotonic()
+        return session
+
+    def _record(self, pending: PendingEpisode | None, session: Session) -> None:
+        """Hand a closed episode, named by the version that acted, to the recorder's writer thread."""
+        if self.recorder is not None and pending is not None and session.served is not None:
+            pending.policy_version, pending.policy_dir = session.version, str(session.served.policy_dir)
+            self.recorder.submit(pending)
 
     def _end(self, session: Session) -> None:
+        """The session's open episode saved (outcome unknown) and its version released."""
+        if session.episode is not None:
+            with session.lock:
+                self._record(session.episode.end(None), session)
+            session.episode = None
         if session.served is not None:
             self.source.release(session.version)
             session.served = None
+
+    def end_idle(self, idle_s: float) -> None:
+        """End the sessions silent for ``idle_s`` seconds (a client gone without a word: its episode saved)."""
+        now = time.monotonic()
+        with self.lock:
+            gone = [peer for peer, s in self.sessions.items() if now - s.touched > idle_s]
+            ended = [self.sessions.pop(peer) for peer in gone]
+        for session in ended:
+            self._end(session)
+
+    def close(self) -> None:
+        """End every session (their episodes saved) and wait for the recorder's writes."""
+        self.end_idle(-1.0)
+        if self.recorder is not None:
+            self.recorder.close()
 
     def Ready(self, request: Any, context: grpc.ServicerContext) -> Any:
         """A new session for this client: its previous version released, its queue and timesteps cleared."""
@@ -146,6 +199,10 @@ class AsyncInferenceServicer:
         except (BadRequest, wire.WireError) as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
         session.setup = setup
+        if self.recorder is not None:
+            with self.lock:
+                self.connections += 1
+                session.episode = TimestepEpisode(self.connections, self.record_max_steps)
         log.info("client %s: %s %r, %d actions a chunk, served by %s (version %s)", context.peer(), setup.policy_type,
                  setup.pretrained_name_or_path, setup.actions_per_chunk, session.served.policy_dir, session.version)  # fmt: skip
         return wire.Empty()
@@ -162,8 +219,17 @@ class AsyncInferenceServicer:
             if session.served is None:
                 raise BadRequest("an observation before SendPolicyInstructions")
             request = session.served.parse(to_request(timed.observation, session))
+            end, success = episode_end(timed.observation)
         except (BadRequest, wire.WireError) as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        if session.episode is not None:
+            with session.lock:
+                for closed in session.episode.observe(int(timed.timestep), request):
+                    self._record(closed, session)
+                if end:
+                    self._record(session.episode.end(success), session)
+        if end:  # the final observation of an episode: nothing to act on
+            return wire.Empty()
         state = request["state"][0].numpy()
         similar = session.last_state is not None and float(np.linalg.norm(state - session.last_state)) < 1.0
         if (
@@ -188,12 +254,22 @@ class AsyncInferenceServicer:
 
         chunk = session.served.act(batch)[: max(1, session.setup.actions_per_chunk)]
         session.answered.add(timed.timestep)
+        if session.episode is not None:
+            with session.lock:
+                session.episode.served(int(timed.timestep), chunk)
         session.last_state = batch["state"][0].numpy()
         actions = [
             wire.TimedAction(timed.timestamp + i * self.dt, timed.timestep + i, torch.from_numpy(a.copy()))
             for i, a in enumerate(chunk)
         ]
         return wire.Actions(data=wire.dumps(actions))
+
+
+def recorder_for(root: str, source: Any) -> EpisodeRecorder:
+    """``--record``'s recorder into ``root`` for the policies ``source`` serves (its current one's interface)."""
+    version, served = source.acquire()
+    source.release(version)
+    return EpisodeRecorder(root, served, source="worldrl serve-lerobot --record")
 
 
 def handler(servicer: AsyncInferenceServicer) -> grpc.GenericRpcHandler:
@@ -247,33 +323,45 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--follow-interval", type=float, default=2.0)
     p.add_argument("--max-message-mb", type=float, default=16.0)
     p.add_argument("--device", default="cpu")
+    p.add_argument(
+        "--record", default=None, metavar="DIR", help="save each session's episode there (appends)"
+    )
+    p.add_argument("--record-max-steps", type=int, default=DEFAULT_MAX_STEPS, help="longest recorded episode")
+    p.add_argument("--record-idle", type=float, default=30.0, help="seconds of silence that end a session")
     args = p.parse_args(argv)
     for flag, value in (("--fps", args.fps), ("--max-message-mb", args.max_message_mb),
-                        ("--follow-interval", args.follow_interval)):  # fmt: skip
+                        ("--follow-interval", args.follow_interval), ("--record-idle", args.record_idle)):  # fmt: skip
         if value <= 0:
             p.error(f"{flag}={value}: must be > 0")
     if not 0 <= args.port <= 65535:
         p.error(f"--port={args.port}: must be 0..65535")
+    if args.record_max_steps < 1:
+        p.error(f"--record-max-steps={args.record_max_steps}: must be >= 1")
     load = lambda d: ServedPolicy(d, seed=args.seed, device=args.device)  # noqa: E731
     try:
         if args.registry:
             source: Any = RegistryFollower(PolicyRegistry(args.registry), load, args.follow_interval)
         else:
             source = FixedPolicy(load(args.policy_dir))
+        recorder = recorder_for(args.record, source) if args.record else None
     except (RegistryError, ValueError, OSError) as err:
         p.error(" ".join(str(err).split()))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    server, port = start_server(AsyncInferenceServicer(source, args.fps, max_message_mb=args.max_message_mb),
-                                args.host, args.port)  # fmt: skip
+    servicer = AsyncInferenceServicer(
+        source, args.fps, max_message_mb=args.max_message_mb, recorder=recorder,
+        record_max_steps=args.record_max_steps,
+    )  # fmt: skip
+    server, port = start_server(servicer, args.host, args.port)
     print(f"serving LeRobot async inference on {args.host}:{port}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         while not stop.wait(0.5):
-            pass
+            servicer.end_idle(args.record_idle)
     except KeyboardInterrupt:
         pass
     server.stop(grace=2).wait()
+    servicer.close()
     source.close()
     return 0
 
