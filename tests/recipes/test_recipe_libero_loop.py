@@ -45,7 +45,7 @@ def test_the_rl_stages_run_the_loop_jobs_on_the_models_it_made(episodes, tmp_pat
 
     for name, _, step in libero_loop.plan(args):
         if name in ("PPO in LIBERO", "rl_release_libero"):
-            step(Recorder())
+            step(Recorder(), name)
     (_, m1, ppo), (_, m2, rl) = calls
     assert (
         m1 == m2 == "policy_and_value.train" and ppo[0] == "ppo_pi0_libero" and rl[0] == "rl_release_libero"

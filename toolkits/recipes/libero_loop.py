@@ -81,7 +81,7 @@ def evaluate_imitation(args: Args) -> None:
     write_text_atomically(f"{args.out}/eval_imitation.md", printed.getvalue())
 
 
-def plan(args: Args) -> list[tuple[str, str, Callable[[Stages], None]]]:
+def plan(args: Args) -> list[tuple[str, str, Callable[[Stages, str], None]]]:
     """(stage, the output whose existence marks it done, how to run it) in order."""
     out, ep = args.out, args.episodes_dir or f"{args.out}/episodes"
     evals = f"env.eval_episodes={len(TASKS) * args.eval_episodes}"
@@ -91,28 +91,28 @@ def plan(args: Args) -> list[tuple[str, str, Callable[[Stages], None]]]:
                 f"runner.logger.log_path={out}", f"runner.logger.experiment_name={name}"]  # fmt: skip
 
     stages = [
-        ("reward model", f"{out}/rm/model", tool_step("reward model", "reward_models.train", ["reward/progress_libero",
+        ("reward model", f"{out}/rm/model", tool_step("reward_models.train", ["reward/progress_libero",
          f"data.path={ep}", f"output_dir={out}/rm", f"train.max_steps={args.rm_steps}"])),
-        ("advantage labels", f"{out}/episodes_labelled", tool_step("advantage labels", "reward_models.label", [
+        ("advantage labels", f"{out}/episodes_labelled", tool_step("reward_models.label", [
          "--model-dir", f"{out}/rm/model", "--data", ep, "--out", f"{out}/episodes_labelled"])),
-        ("imitation policy", f"{out}/sft/policy", tool_step("imitation policy", "policy_and_value.offline.train_sft", [
+        ("imitation policy", f"{out}/sft/policy", tool_step("policy_and_value.offline.train_sft", [
          "offline/sft_pi0_libero", f"data.path={out}/episodes_labelled", f"output_dir={out}/sft",
          f"train.max_steps={args.il_steps}"])),
-        ("offline anchor episodes", f"{out}/offline_episodes", tool_step("offline anchor episodes", "toolkits.episodes.subset",
+        ("offline anchor episodes", f"{out}/offline_episodes", tool_step("toolkits.episodes.subset",
          ["--data", f"{out}/episodes_labelled", "--out", f"{out}/offline_episodes", "--per-task", "3",
           "--failed-per-task", "1"])),
         ("evaluate imitation", f"{out}/eval_imitation.md",
-         lambda s: s.call("evaluate imitation", lambda: evaluate_imitation(args))),
-        ("PPO in LIBERO", f"{out}/ppo/checkpoints/global_step_{args.ppo_steps}", tool_step("PPO in LIBERO",
-         "policy_and_value.train", ["ppo_pi0_libero", "env@env.train=libero_object_loop",
-         "env@env.eval=libero_object_loop", f"rollout.model_dir={out}/sft/policy", "model.pi0.with_advantage_condition=true",
-         "model.num_action_chunks=4", "algorithm.n_chunk_steps=20", "model.pi0.noise_level=0.1", "actor.optim.lr=1e-5",
-         "actor.optim.value_lr=1e-3", *steps(args.ppo_steps, "ppo")])),
-        ("world model", f"{out}/wm/model", tool_step("world model", "world_models.train", ["world_model/ltx_libero",
+         lambda s, name: s.call(name, lambda: evaluate_imitation(args))),
+        ("PPO in LIBERO", f"{out}/ppo/checkpoints/global_step_{args.ppo_steps}", tool_step("policy_and_value.train",
+         ["ppo_pi0_libero", "env@env.train=libero_object_loop", "env@env.eval=libero_object_loop",
+         f"rollout.model_dir={out}/sft/policy", "model.pi0.with_advantage_condition=true", "model.num_action_chunks=4",
+         "algorithm.n_chunk_steps=20", "model.pi0.noise_level=0.1", "actor.optim.lr=1e-5", "actor.optim.value_lr=1e-3",
+         *steps(args.ppo_steps, "ppo")])),
+        ("world model", f"{out}/wm/model", tool_step("world_models.train", ["world_model/ltx_libero",
          f"data.path={ep}", f"output_dir={out}/wm", f"train.vae_steps={args.vae_steps}",
          f"train.dynamics_steps={args.dyn_steps}"])),
         ("rl_release_libero", f"{out}/rl_release_libero/checkpoints/global_step_{args.rl_steps}", tool_step(
-         "rl_release_libero", "policy_and_value.train", ["rl_release_libero", f"rollout.model_dir={out}/sft/policy",
+         "policy_and_value.train", ["rl_release_libero", f"rollout.model_dir={out}/sft/policy",
          f"env.train.dynamics_model_config={out}/wm/model", f"env.train.reward_model_config={out}/rm/model",
          f"env.train.dynamics_model_image_root={ep}", f"algorithm.offline_data_path={out}/offline_episodes",
          *steps(args.rl_steps, "rl_release_libero")])),
@@ -121,9 +121,7 @@ def plan(args: Args) -> list[tuple[str, str, Callable[[Stages], None]]]:
         collect = ["--suite", "libero_object", "--tasks", *TASKS, "--episodes-per-task", str(args.episodes),
                    "--num-envs", "6", "--image-size", "64", "--action-noise", "0.05", "--fail-fraction", "0.2",
                    "--max-episode-steps", "220", "--seed", "7", "--out", ep]  # fmt: skip
-        stages.insert(
-            0, ("collect episodes", ep, tool_step("collect episodes", "toolkits.collect_episodes", collect))
-        )
+        stages.insert(0, ("collect episodes", ep, tool_step("toolkits.collect_episodes", collect)))
     return stages
 
 

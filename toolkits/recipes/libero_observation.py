@@ -54,7 +54,7 @@ class Args(RecipeArgs):
             require_dir("--episodes-dir", self.episodes_dir, "index.json", "an episode directory")
 
 
-def plan(args: Args) -> list[tuple[str, str, Callable[[Stages], None]]]:
+def plan(args: Args) -> list[tuple[str, str, Callable[[Stages, str], None]]]:
     """(stage, the output whose existence marks it done, how to run it) in order."""
     out, demos = args.out, args.episodes_dir or f"{args.out}/episodes"
 
@@ -65,27 +65,27 @@ def plan(args: Args) -> list[tuple[str, str, Callable[[Stages], None]]]:
 
     policy = ["--policy-dir", f"{out}/sft/policy", "--noise-level", str(args.noise)]
     stages = [
-        ("imitation start", f"{out}/sft/policy", tool_step("imitation start", "toolkits.recipes.libero_loop", [
+        ("imitation start", f"{out}/sft/policy", tool_step("toolkits.recipes.libero_loop", [
          "--out", out, "--episodes-dir", demos, "--rm-steps", str(args.rm_steps), "--il-steps", str(args.il_steps),
          "--stop-after", "imitation policy"])),
-        ("policy rollouts", f"{out}/rollouts", tool_step("policy rollouts", COLLECT,
+        ("policy rollouts", f"{out}/rollouts", tool_step(COLLECT,
          collect(args.rollouts, "train", 5, policy, f"{out}/rollouts"))),
-        ("VAE", f"{out}/vae/model", tool_step("VAE", "world_models.train", ["world_model/ltx_libero",
+        ("VAE", f"{out}/vae/model", tool_step("world_models.train", ["world_model/ltx_libero",
          f"data.path={demos}", f"output_dir={out}/vae", f"train.vae_steps={args.vae_steps}",
          "train.dynamics_steps=0", f"train.save_interval={args.vae_steps}"])),
-        ("merge", f"{out}/data", tool_step("merge", "toolkits.episodes.merge",
+        ("merge", f"{out}/data", tool_step("toolkits.episodes.merge",
          ["--data", demos, f"{out}/rollouts", "--out", f"{out}/data"])),
-        ("observation model", f"{out}/wmB/model", tool_step("observation model", "world_models.train_state_model", [
+        ("observation model", f"{out}/wmB/model", tool_step("world_models.train_state_model", [
          f"data.path={out}/data", f"output_dir={out}/wmB", "setting=observation_only", "data.state_type=proprio",
          "model.reward_head=false", "train.success_labels=episode_end", f"model.latent_components={args.components}",
          "model.latent_encoder=learned", "model.value_head=true", f"render.dynamics_model_dir={out}/vae/model",
          f"render.latent_cache={out}/latent_cache", f"train.steps={args.steps}"])),
-        ("held-out rollouts", f"{out}/heldout_rollouts", tool_step("held-out rollouts", COLLECT,
+        ("held-out rollouts", f"{out}/heldout_rollouts", tool_step(COLLECT,
          collect(args.heldout, "heldout", 9, policy, f"{out}/heldout_rollouts"))),
     ]  # fmt: skip
     if args.episodes_dir is None:
         expert = ["--action-noise", "0.05", "--fail-fraction", "0.2"]
-        stages.insert(0, ("demonstrations", demos, tool_step("demonstrations", COLLECT,
+        stages.insert(0, ("demonstrations", demos, tool_step(COLLECT,
                                                         collect(args.episodes, "train", 7, expert, demos))))  # fmt: skip
     return stages
 

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def tool_step(name: str, module: str, argv: list[str]) -> Callable[[Stages], None]:
-    """A plan's step that runs the tool ``python -m module argv`` as stage ``name`` (``Stages.run_plan``)."""
-    return lambda s: s.tool(name, module, argv)
+def tool_step(module: str, argv: list[str]) -> Callable[[Stages, str], None]:
+    """A plan's step that runs the tool ``python -m module argv`` as its stage (``Stages.run_plan`` names it)."""
+    return lambda s, name: s.tool(name, module, argv)
 
 
 class StageFailed(RuntimeError):
@@ -61,15 +61,15 @@ class Stages:
         self.log(f"== {name}: {output} exists, skipped")
 
     def run_plan(
-        self, plan: list[tuple[str, str, Callable[[Stages], None]]], stop_after: str | None = None
+        self, plan: list[tuple[str, str, Callable[[Stages, str], None]]], stop_after: str | None = None
     ) -> bool:
-        """Run each ``(stage, output, step)`` of ``plan`` in order, skipping those whose output exists (a re-run
+        """Run each ``(stage, output, step)`` of ``plan`` in order (``step(self, stage)``), skipping those whose output exists (a re-run
         continues where the last one stopped); True when it stopped after the stage ``stop_after``."""
         for name, output, step in plan:
             if Path(output).exists():
                 self.skip(name, output)
             else:
-                step(self)
+                step(self, name)
             if name == stop_after:
                 return True
         return False
