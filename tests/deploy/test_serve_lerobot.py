@@ -73,9 +73,16 @@ def served():
 def client(served):
     servicer = AsyncInferenceServicer(FixedPolicy(served), fps=10.0, obs_timeout=0.3)
     server, port = start_server(servicer, "127.0.0.1", 0)
+    channel, stub = stub_for(port)
+    yield stub
+    channel.close()
+    server.stop(grace=None)
+
+
+def stub_for(port: int) -> tuple[grpc.Channel, types.SimpleNamespace]:
+    """(a channel, a client stub of the four ``transport.AsyncInference`` methods) for a server on ``port``."""
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    path = f"/{wire.PACKAGE}.{wire.SERVICE}/"
-    ser = lambda m: m.SerializeToString()  # noqa: E731
+    path, ser = f"/{wire.PACKAGE}.{wire.SERVICE}/", lambda m: m.SerializeToString()
     stub = types.SimpleNamespace(
         Ready=channel.unary_unary(path + "Ready", ser, wire.Empty.FromString),
         SendPolicyInstructions=channel.unary_unary(
@@ -84,9 +91,7 @@ def client(served):
         SendObservations=channel.stream_unary(path + "SendObservations", ser, wire.Empty.FromString),
         GetActions=channel.unary_unary(path + "GetActions", ser, wire.Actions.FromString),
     )
-    yield stub
-    channel.close()
-    server.stop(grace=None)
+    return channel, stub
 
 
 def features(state_names=JOINTS, cameras=("corner", "gripperPOV")) -> dict[str, Any]:
@@ -212,14 +217,7 @@ def test_a_session_keeps_its_registry_version_until_it_sends_ready_again(tmp_pat
     follower = RegistryFollower(reg, lambda d: ServedPolicy(d, seed=0), interval=3600)
     servicer = AsyncInferenceServicer(follower, obs_timeout=0.3)
     server, port = start_server(servicer, "127.0.0.1", 0)
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    path, ser = f"/{wire.PACKAGE}.{wire.SERVICE}/", lambda m: m.SerializeToString()
-    stub = types.SimpleNamespace(
-        Ready=channel.unary_unary(path + "Ready", ser, wire.Empty.FromString),
-        SendPolicyInstructions=channel.unary_unary(
-            path + "SendPolicyInstructions", ser, wire.Empty.FromString
-        ),
-    )
+    channel, stub = stub_for(port)
     try:
         setup(stub, lerobot_classes)
         reg.publish_directory(POLICY)  # version 2, same interface

@@ -10,7 +10,14 @@ import grpc
 import numpy as np
 import pytest
 
-from tests.deploy.test_serve_lerobot import POLICY, lerobot_classes, recorded_step, send, setup  # noqa: F401
+from tests.deploy.test_serve_lerobot import (  # noqa: F401 (lerobot_classes: a fixture)
+    POLICY,
+    lerobot_classes,
+    recorded_step,
+    send,
+    setup,
+    stub_for,
+)
 from toolkits.deploy import lerobot_wire as wire
 from toolkits.deploy.policy_source import FixedPolicy
 from toolkits.deploy.serve_lerobot import AsyncInferenceServicer, recorder_for, start_server
@@ -21,21 +28,10 @@ from toolkits.episodes import EpisodeDataset
 @pytest.fixture
 def recording(tmp_path):
     """(a client stub, the servicer, the recording directory) of a server started with ``--record``."""
-    import types
-
     source, root = FixedPolicy(ServedPolicy(POLICY, seed=0)), str(tmp_path / "rec")
     servicer = AsyncInferenceServicer(source, fps=10.0, obs_timeout=0.3, recorder=recorder_for(root, source))
     server, port = start_server(servicer, "127.0.0.1", 0)
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    path, ser = f"/{wire.PACKAGE}.{wire.SERVICE}/", lambda m: m.SerializeToString()
-    stub = types.SimpleNamespace(
-        Ready=channel.unary_unary(path + "Ready", ser, wire.Empty.FromString),
-        SendPolicyInstructions=channel.unary_unary(
-            path + "SendPolicyInstructions", ser, wire.Empty.FromString
-        ),
-        SendObservations=channel.stream_unary(path + "SendObservations", ser, wire.Empty.FromString),
-        GetActions=channel.unary_unary(path + "GetActions", ser, wire.Actions.FromString),
-    )
+    channel, stub = stub_for(port)
     yield stub, servicer, root
     channel.close()
     server.stop(grace=None)
