@@ -155,9 +155,12 @@ class InferenceThread:
         for (message, future), chunk in zip(parsed, actions, strict=True):
             future.set_result((message, {"actions": chunk}, seconds, len(parsed)))
 
-    def close(self) -> None:
-        """Stop after the batches already queued."""
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop after the batches already queued, and wait for the thread (no forward pass left running while the
+        interpreter shuts down)."""
         self._queue.put(None)
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
 
 
 class PolicyServer:
