@@ -113,3 +113,23 @@ def test_record_flags_are_checked_before_serving(capsys, tmp_path):
         with pytest.raises(SystemExit) as done:
             main(["--policy-dir", str(POLICY), "--record", str(tmp_path / "r"), *argv])
         assert done.value.code == 2 and expected in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_a_pause_saves_the_open_episode_and_the_session_records_on(recording, lerobot_classes):  # noqa: F811
+    """``--record-idle``: a robot silent between episodes has its episode saved, and its next observations (same
+    session, no new setup) begin the next one."""
+    stub, servicer, root = recording
+    setup(stub, lerobot_classes, chunk=4)
+    raw = recorded_step(0)[0]
+    for _ in range(2):
+        send(stub, lerobot_classes, raw, timestep=0, must_go=True)
+        chunk_of(stub)
+        send(stub, lerobot_classes, raw, timestep=1)
+        send(stub, lerobot_classes, raw, timestep=2)
+        servicer.end_idle(0.0)  # silent for longer than the limit
+        servicer.end_idle(0.0)  # nothing open: nothing more saved
+    servicer.close()
+    assert [(e["length"], e["outcome"], e["connection"]) for e in EpisodeDataset(root).entries] == [
+        (2, "unknown", 1),
+        (2, "unknown", 1),
+    ]

@@ -11,8 +11,8 @@ blending aggregate executes a mix of that and older chunks). Recording needs an 
   the final observation, not inferred; a robot's ``get_observation`` can add both keys, the stock client sends them;
 - where the timesteps go back or skip, or no action was served for a timestep (saved, outcome unknown; the next
   observation starts a new episode);
-- at the client's next ``Ready``, after ``--record-idle`` seconds without a message, and when the server stops
-  (outcome unknown).
+- at the client's next ``Ready``, after ``--record-idle`` seconds without a message (the session goes on: its next
+  observation begins the next episode), and when the server stops (outcome unknown).
 
 The episodes are written by ``toolkits.deploy.record.EpisodeRecorder``, as ``serve --record`` writes them.
 """

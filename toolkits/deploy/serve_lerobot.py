@@ -160,17 +160,22 @@ class AsyncInferenceServicer:
             session.served = None
 
     def end_idle(self, idle_s: float) -> None:
-        """End the sessions silent for ``idle_s`` seconds (a client gone without a word: its episode saved)."""
+        """Save the open episode of every session silent for ``idle_s`` seconds (a client gone, or paused between
+        episodes: the session stays for its return)."""
         now = time.monotonic()
         with self.lock:
-            gone = [peer for peer, s in self.sessions.items() if now - s.touched > idle_s]
-            ended = [self.sessions.pop(peer) for peer in gone]
-        for session in ended:
-            self._end(session)
+            sessions = list(self.sessions.values())
+        for session in sessions:
+            if session.episode is not None and now - session.touched > idle_s:
+                with session.lock:
+                    self._record(session.episode.end(None), session)
 
     def close(self) -> None:
-        """End every session (their episodes saved) and wait for the recorder's writes."""
-        self.end_idle(-1.0)
+        """End every session (their episodes saved, their versions released) and wait for the recorder's writes."""
+        with self.lock:
+            sessions, self.sessions = list(self.sessions.values()), {}
+        for session in sessions:
+            self._end(session)
         if self.recorder is not None:
             self.recorder.close()
 
