@@ -24,9 +24,33 @@ import argparse
 import os
 import sys
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
+
+
+def play(env, obs, act: Callable[[Any, int], torch.Tensor], chunks: int, lengths: np.ndarray | None = None):
+    """Up to ``chunks`` chunks in ``env`` from its reset observations ``obs``, chunk k's actions ``act(obs, k)``: each
+    env's return and whether it succeeded (terminated). An env stops at its end, at truncation and, with ``lengths``,
+    after that many actions of its own."""
+    n = env.num_envs
+    returns, success, alive = (
+        torch.zeros(n),
+        torch.zeros(n, dtype=torch.bool),
+        torch.ones(n, dtype=torch.bool),
+    )
+    for k in range(chunks):
+        obs, rewards, terminated, truncated, _ = env.chunk_step(act(obs, k))
+        returns += rewards.sum(1) * alive
+        success |= terminated.bool() & alive
+        alive &= ~(terminated | truncated).bool()
+        if lengths is not None:
+            alive &= torch.from_numpy(lengths > (k + 1) * env.chunk)
+        if not alive.any():
+            break
+    return returns.numpy(), success.numpy()
 
 
 def imagine(env, policy, starts: dict[str, torch.Tensor], steps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -35,22 +59,12 @@ def imagine(env, policy, starts: dict[str, torch.Tensor], steps: int) -> tuple[n
     from policy_and_value.envs.metaworld_tasks import select_state
 
     obs, _ = env.reset_to(starts["images"], select_state(starts["state"], env.cfg.state_type))
-    n = env.num_envs
-    returns, success, alive = (
-        torch.zeros(n),
-        torch.zeros(n, dtype=torch.bool),
-        torch.ones(n, dtype=torch.bool),
-    )
-    for _ in range(-(-steps // env.chunk)):
+
+    def act(obs, _k: int) -> torch.Tensor:
         with torch.no_grad():
-            actions = policy.predict(obs, mode="train").actions.float().clamp(-1, 1)
-        obs, rewards, terminated, truncated, _ = env.chunk_step(actions)
-        returns += rewards.sum(1) * alive
-        success |= terminated.bool() & alive
-        alive &= ~(terminated | truncated).bool()
-        if not alive.any():
-            break
-    return returns.numpy(), success.numpy()
+            return policy.predict(obs, mode="train").actions.float().clamp(-1, 1)
+
+    return play(env, obs, act, -(-steps // env.chunk))
 
 
 def replay(env, starts: dict[str, torch.Tensor], actions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -58,24 +72,14 @@ def replay(env, starts: dict[str, torch.Tensor], actions: list[np.ndarray]) -> t
     the imagined return and whether imagination reached success within the episode's own length."""
     from policy_and_value.envs.metaworld_tasks import select_state
 
-    env.reset_to(starts["images"], select_state(starts["state"], env.cfg.state_type))
-    n, c = env.num_envs, env.chunk
-    lengths = np.array([len(a) for a in actions])
-    padded = np.zeros((n, -(-lengths.max() // c) * c, env.action_dim), np.float32)
+    obs, _ = env.reset_to(starts["images"], select_state(starts["state"], env.cfg.state_type))
+    c, lengths = env.chunk, np.array([len(a) for a in actions])
+    padded = np.zeros((env.num_envs, -(-lengths.max() // c) * c, env.action_dim), np.float32)
     for i, a in enumerate(actions):
         padded[i, : len(a)] = a
-    returns, success = torch.zeros(n), torch.zeros(n, dtype=torch.bool)
-    alive = torch.ones(n, dtype=torch.bool)
-    for k in range(padded.shape[1] // c):
-        _, rewards, terminated, truncated, _ = env.chunk_step(
-            torch.from_numpy(padded[:, k * c : (k + 1) * c])
-        )
-        returns += rewards.sum(1) * alive
-        success |= terminated.bool() & alive
-        alive &= ~(terminated | truncated).bool() & torch.from_numpy(lengths > (k + 1) * c)
-        if not alive.any():
-            break
-    return returns.numpy(), success.numpy()
+    return play(
+        env, obs, lambda _, k: torch.from_numpy(padded[:, k * c : (k + 1) * c]), padded.shape[1] // c, lengths
+    )
 
 
 def real_frame_scores(env, episodes: list) -> np.ndarray:
@@ -171,7 +175,6 @@ def main(argv: list[str] | None = None) -> int:
         rows["replayed return"] += list(replayed_return)
         rows["replayed"] += list(replayed)
         rows["heads on real"] += list(real_frame_scores(env, firsts))
-        threshold = env.cfg.success_threshold
         env.close()
         rows["task"] += [task] * len(ids)
         rows["real"] += [bool(e.meta["success_once"]) for e in firsts]
@@ -183,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             f"--episodes={args.episodes}: no episode of known outcome of the config's tasks {cfg.env.train.tasks}"
         )
     tasks, real = np.array(rows["task"]), np.array(rows["real"])
+    threshold = cfg.env.train.success_threshold
     ret, imagined = np.array(rows["return"]), np.array(rows["imagined"])
     rep_ret, rep, heads = (np.array(rows[k], float) for k in ("replayed return", "replayed", "heads on real"))
     print(
@@ -193,10 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in ["all", *sorted(set(tasks))]:
         pick = np.ones(len(tasks), bool) if name == "all" else tasks == name
         y = real[pick]
-
         print(
-            f"| {name} | {pick.sum()} | {y.mean():.1%} | {imagined[pick].mean():.1%} | {cell(ret, pick, y)} | {cell(imagined, pick, y)} "
-            f"| {rep[pick].mean():.1%} | {cell(rep_ret, pick, y)} | {(heads[pick] >= threshold).mean():.1%} | {cell(heads, pick, y)} |"
+            f"| {name} | {pick.sum()} | {y.mean():.1%} | {imagined[pick].mean():.1%} | {cell(ret, pick, y)} "
+            f"| {cell(imagined, pick, y)} | {rep[pick].mean():.1%} | {cell(rep_ret, pick, y)} "
+            f"| {(heads[pick] >= threshold).mean():.1%} | {cell(heads, pick, y)} |"
         )
     return 0
 
