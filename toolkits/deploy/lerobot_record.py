@@ -34,10 +34,8 @@ class TimestepEpisode:
 
     def __init__(self, connection: int, max_steps: int = DEFAULT_MAX_STEPS):
         self.buffer = EpisodeBuffer(connection, record=True, max_steps=max_steps)
-        self.connection = connection
-        self.last: tuple[int, dict[str, Any]] | None = (
-            None  # the newest observation (its action not yet known)
-        )
+        # the newest observation (its action not yet known)
+        self.last: tuple[int, dict[str, Any]] | None = None
         self.latest: dict[int, np.ndarray] = {}  # timestep -> the newest served action for it
 
     def served(self, timestep: int, chunk: np.ndarray) -> None:
@@ -60,7 +58,7 @@ class TimestepEpisode:
                 )  # fmt: skip
                 log.warning(
                     "connection %d: episode ended at timestep %d (%s; recording needs an observation every "
-                    "timestep: RobotClient's chunk_size_threshold 1.0)", self.connection, before, why,
+                    "timestep: RobotClient's chunk_size_threshold 1.0)", self.buffer.connection, before, why,
                 )  # fmt: skip
                 closed.append(self.buffer.take(prev, None))
         self.latest = {t: a for t, a in self.latest.items() if t >= timestep}

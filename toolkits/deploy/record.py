@@ -219,9 +219,13 @@ class EpisodeRecorder:
         self.written = 0
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="recorder")
 
-    def submit(self, pending: PendingEpisode | None) -> Future:
-        """Queue an episode for writing; the future gets ``{"steps", "outcome", "file"}`` (file None when
-        the episode had no action to save)."""
+    def submit(
+        self, pending: PendingEpisode | None, version: int | None = None, served: ServedPolicy | None = None
+    ) -> Future:
+        """Queue an episode for writing, named by the registry ``version`` and policy ``served`` that acted (when
+        given); the future gets ``{"steps", "outcome", "file"}`` (file None when the episode had no action to save)."""
+        if pending is not None and served is not None:
+            pending.policy_version, pending.policy_dir = version, str(served.policy_dir)
         future = self._pool.submit(self._write, pending)
         future.add_done_callback(_log_failure)
         return future

@@ -146,8 +146,7 @@ class AsyncInferenceServicer:
     def _record(self, pending: PendingEpisode | None, session: Session) -> None:
         """Hand a closed episode, named by the version that acted, to the recorder's writer thread."""
         if self.recorder is not None and pending is not None and session.served is not None:
-            pending.policy_version, pending.policy_dir = session.version, str(session.served.policy_dir)
-            self.recorder.submit(pending)
+            self.recorder.submit(pending, session.version, session.served)
 
     def _end(self, session: Session) -> None:
         """The session's open episode saved (outcome unknown) and its version released."""
@@ -332,7 +331,9 @@ def main(argv: list[str] | None = None) -> int:
         "--record", default=None, metavar="DIR", help="save each session's episode there (appends)"
     )
     p.add_argument("--record-max-steps", type=int, default=DEFAULT_MAX_STEPS, help="longest recorded episode")
-    p.add_argument("--record-idle", type=float, default=30.0, help="seconds of silence that end a session")
+    p.add_argument(
+        "--record-idle", type=float, default=30.0, help="seconds of silence that end a session's episode"
+    )
     args = p.parse_args(argv)
     for flag, value in (("--fps", args.fps), ("--max-message-mb", args.max_message_mb),
                         ("--follow-interval", args.follow_interval), ("--record-idle", args.record_idle)):  # fmt: skip

@@ -228,8 +228,7 @@ class PolicyServer:
         ``--record``)."""
         if self.recorder is None or pending is None:
             return None
-        pending.policy_version, pending.policy_dir = policy[0], str(policy[1].policy_dir)
-        return self.recorder.submit(pending)
+        return self.recorder.submit(pending, *policy)
 
     async def _control(
         self, message: Message, episode: EpisodeBuffer, policy: tuple[int | None, ServedPolicy]
