@@ -232,6 +232,15 @@ class WorldModelEnv(BatchedEnv):
         latents = self.dynamics.encode(obs["images"][:, None].to(self.device))[:, 0]
         return self.state_model.observe(obs["state"].to(self.device), latents).cpu()
 
+    @torch.no_grad()
+    def _reobserved(self, members: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
+        """Members' states [K, N, S] with their code replaced by the observation model's code of the frames
+        uint8 [N, V, H, W, 3] they were drawn as; each member keeps its own proprioception."""
+        latents = self.dynamics.encode(frames[:, None])[:, 0].to(self.device)
+        codes = self.state_model.latent_coefficients(latents).cpu()
+        p = self.state_model.proprio_dim
+        return torch.cat([members[..., :p], codes[None].expand(len(members), -1, -1)], dim=-1)
+
     def _observe_start(self, ids: np.ndarray, latents: torch.Tensor | None) -> None:
         """Each member's start state of envs ``ids`` from their recorded state and, for an observation model, the
         VAE latents [N, V, C, h, w] of their last history frame."""
@@ -379,6 +388,8 @@ class WorldModelEnv(BatchedEnv):
             )  # fmt: skip
             images = out["images"].cpu()  # [N, T_f, V, H, W, 3] uint8
             next_state = out.get("state") if path is None else path[:, :, -1].mean(0)
+        if self.cfg.reobserve_frames:  # the members go on from the code of the frame they show
+            path[:, :, -1] = self._reobserved(path[:, :, -1], images[:, -1])
         if path is not None:
             self._members = path[:, :, -1].numpy().astype(np.float32)
         if self.cfg.outcome_source == "state":

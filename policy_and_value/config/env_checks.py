@@ -208,6 +208,7 @@ def _check_state_model(env: EnvConfig, prefix: str) -> None:
             for key, value, off in (
                 ("outcome_source", env.outcome_source, "frames"),
                 ("frames_from", env.frames_from, "dynamics"),
+                ("reobserve_frames", env.reobserve_frames, False),
                 ("uncertainty_penalty", env.uncertainty_penalty, 0.0),
                 ("uncertainty_halt", env.uncertainty_halt, None),
                 (
@@ -236,6 +237,13 @@ def _check_state_model(env: EnvConfig, prefix: str) -> None:
         raise config_error(
             f"{prefix}.frames_from", env.frames_from,
             f"{env.state_model_config} has no renderer (train it with render.dynamics_model_dir)",
+        )  # fmt: skip
+    if env.reobserve_frames and (env.frames_from == "dynamics" or not saved.get("latent_components")):
+        raise config_error(
+            f"{prefix}.reobserve_frames", env.reobserve_frames,
+            f"needs an observation model (latent_components > 0; {env.state_model_config} has "
+            f"{saved.get('latent_components', 0)}) drawing the frames (frames_from state or state_residual, got "
+            f"{env.frames_from})",
         )  # fmt: skip
     if env.reward_mode == "state_reward" and not saved.get("reward_head"):
         raise config_error(

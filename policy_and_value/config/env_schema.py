@@ -161,6 +161,10 @@ class WorldModelEnvConfig(CameraEnvConfig):
     # model's renderer (the frame each imagined state shows, decoded by the dynamics model's VAE); or
     # state_residual: the real start frame's VAE latents plus the rendered change since the start state
     frames_from: Literal["dynamics", "state", "state_residual"] = "dynamics"
+    # an observation model only: after each chunk its members' code is re-read from the frame they show (the decoded
+    # frame through the VAE's encoder and the model's), so the model goes on from what the policy sees instead of
+    # from a code that drifts off the real frames' codes over 25-50 chunks
+    reobserve_frames: bool = False
     # hallucination filtering (need state_model_config): each chunk's reward minus this x the ensemble's
     # disagreement (MOPO), and imagined episodes truncated once the disagreement exceeds uncertainty_halt
     uncertainty_penalty: float = Field(0.0, ge=0.0)

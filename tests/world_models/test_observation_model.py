@@ -137,6 +137,53 @@ def test_an_observation_model_must_draw_and_score_the_frames(episodes, model_dir
         _observation_env(episodes, model_dirs, observation_model_dir, frames_from="dynamics")
 
 
+def test_reobserved_members_go_on_from_the_code_of_the_frame_the_policy_sees(
+    episodes, model_dirs, observation_model_dir
+):
+    drifting = _observation_env(episodes, model_dirs, observation_model_dir)
+    env = _observation_env(episodes, model_dirs, observation_model_dir, reobserve_frames=True)
+    for e in (drifting, env):
+        e.reset()
+    actions = _actions(2)
+    drifted, _, _, _, _ = drifting.chunk_step(actions)
+    obs, _, _, _, info = env.chunk_step(actions)
+    assert torch.equal(obs["images"], drifted["images"])  # the same first chunk drawn
+    p = env.state_model.proprio_dim
+    members = torch.from_numpy(env._members)
+    seen = env.observed_states(obs)  # the code of the frame shown, with each env's proprioception
+    assert torch.allclose(members[:, :, p:], seen[None, :, p:].expand_as(members[:, :, p:]), atol=1e-5)
+    assert torch.equal(members[:, :, :p], torch.from_numpy(drifting._members)[:, :, :p])  # own proprioception
+    assert not torch.allclose(torch.from_numpy(drifting._members)[:, :, p:], members[:, :, p:], atol=1e-3)
+    assert info["scores"].shape == (2, 4)
+
+
+def test_reobserving_needs_an_observation_model_drawing_the_frames(episodes, model_dirs, tmp_path):
+    dyn, _ = model_dirs
+    plain = StateModel(
+        StateModelConfig(state_dim=4, action_dim=4, action_chunk=4, prompts=sorted(PROMPTS.values()),
+                         latent_shape=list(tiny_dynamics().noise_shape()[1:]), render_hidden=8)
+    ).save_pretrained(tmp_path / "plain")  # fmt: skip
+    keys = ["env.train.env_type=world_model", f"env.train.dynamics_model_config={dyn}",
+            f"env.train.dynamics_model_image_root={episodes}", "env.train.reward_model_config=null",
+            "env.train.outcome_source=state", "env.train.frames_from=state_residual",
+            "env.train.tasks=[reach-v3,push-v3]", "env.train.image_size=32", "env.train.reobserve_frames=true"]  # fmt: skip
+    with pytest.raises(ConfigError, match=r"env.train.reobserve_frames=True: needs an observation model"):
+        load_config("ppo_cnn_metaworld", [*keys, f"env.train.state_model_config={plain}"])
+    with pytest.raises(
+        ConfigError, match=r"env.train.reobserve_frames=True: needs env.train.state_model_config"
+    ):
+        load_config(
+            "ppo_cnn_metaworld",
+            [
+                k
+                for k in keys
+                if k.split("=")[0].split(".")[-1]
+                not in ("outcome_source", "frames_from", "reward_model_config")
+            ]
+            + [f"env.train.reward_model_config={model_dirs[1]}"],
+        )
+
+
 def test_an_observation_only_job_takes_an_observation_model_and_no_state_model(
     episodes, model_dirs, observation_model_dir, tmp_path
 ):
