@@ -36,9 +36,10 @@ from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation, assign_
 from policy_and_value.envs.registry import register_env
 from world_models.dynamics_config import frame_offsets
 from world_models.reset_episodes import load_reset_episodes
+from world_models.state_scoring import StateScoring
 
 
-class WorldModelEnv(BatchedEnv):
+class WorldModelEnv(StateScoring, BatchedEnv):
     """``num_envs`` imagined environments over ``cfg.tasks`` (round-robin over env groups: ``assign_tasks``)."""
 
     def __init__(
@@ -163,43 +164,6 @@ class WorldModelEnv(BatchedEnv):
         return model
 
     @torch.no_grad()
-    def _scores_of_states(self, states: torch.Tensor) -> torch.Tensor:
-        """The state model's success score of member states [K, N, ..., S] -> [N, ...]: the members' mean
-        probability, less ``success_uncertainty_penalty`` x their std (floored at 0)."""
-        probs = torch.sigmoid(self.state_model.success_logits(states.to(self.device), self._tasks_one_hot))
-        score = probs.mean(0)
-        if self.cfg.success_uncertainty_penalty:
-            score = (score - self.cfg.success_uncertainty_penalty * self._spread(probs)).clamp(min=0.0)
-        return score.cpu()
-
-    @torch.no_grad()
-    def _reward_members(self, states: torch.Tensor) -> torch.Tensor:
-        """Each member's reward-head value of member states [K, N, ..., S] -> [K, N, ...]."""
-        return self.state_model.reward_values(states.to(self.device), self._tasks_one_hot).cpu()
-
-    @staticmethod
-    def _spread(values: torch.Tensor) -> torch.Tensor:
-        """How far the members disagree: the std of per-member values [K, N, ...] -> [N, ...]."""
-        return values.std(0, correction=0)
-
-    def _pessimistic(self, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-member rewards [K, N, ...] -> (their mean less ``reward_uncertainty_penalty`` x their spread,
-        the spread), both [N, ...]."""
-        spread = self._spread(values)
-        return values.mean(0) - self.cfg.reward_uncertainty_penalty * spread, spread
-
-    @torch.no_grad()
-    def _values_of_states(self, states: torch.Tensor) -> torch.Tensor:
-        """The value heads' discounted chance of success of member states [K, N, S] -> [N]: their mean less
-        ``reward_uncertainty_penalty`` x their std (the potential of ``reward_mode: value``)."""
-        values = torch.sigmoid(self.state_model.value_logits(states.to(self.device), self._tasks_one_hot))
-        return self._pessimistic(values)[0].cpu()
-
-    def _rewards_of_states(self, states: torch.Tensor) -> torch.Tensor:
-        """The reward imagination pays for member states [K, N, ..., S] -> [N, ...]."""
-        return self._pessimistic(self._reward_members(states))[0]
-
-    @torch.no_grad()
     def _render_latents(self, states: torch.Tensor, ids: np.ndarray | None = None) -> torch.Tensor:
         """The renderer's VAE latents [N, T, V, C, h, w] of states [N, T, S] (of envs ``ids``, default all);
         with ``state_residual`` shifted by each env's start offset."""
@@ -250,25 +214,6 @@ class WorldModelEnv(BatchedEnv):
         if self.state_model.cfg.latent_components:
             state = self.state_model.observe(state.to(self.device), latents.to(self.device)).cpu()
         self._members[:, ids] = state.numpy()[None]
-
-    def _as_members(self, states: torch.Tensor) -> torch.Tensor:
-        """Given states [N, ..., S] (e.g. a simulator's) as every member's [K, N, ..., S], for the member-wise heads."""
-        return states.float()[None].expand(self.state_model.cfg.ensemble_size, *states.shape)
-
-    def score_states(self, states: torch.Tensor) -> torch.Tensor:
-        """The state model's success score of given states [N, ..., S] (e.g. a simulator's) -> [N, ...]."""
-        return self._scores_of_states(self._as_members(states))
-
-    def reward_of_states(self, states: torch.Tensor) -> torch.Tensor:
-        """The reward head's value of given states [N, S] (e.g. a simulator's) as imagination rewards them
-        (members' mean, less the penalty on their spread) -> [N]."""
-        return self._rewards_of_states(self._as_members(states))
-
-    @torch.no_grad()
-    def reward_spread_of_states(self, states: torch.Tensor) -> torch.Tensor:
-        """How far the members' reward heads disagree (std) on given states [N, S] -> [N]: the doubt
-        ``reward_uncertainty_penalty`` charges for."""
-        return self._spread(self._reward_members(self._as_members(states)))
 
     # ------------------------------------------------------------------ contract
     @torch.no_grad()
