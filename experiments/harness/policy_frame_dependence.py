@@ -6,12 +6,14 @@ replaced: why imagination's frames, not only its states, decide a closed-loop ro
         [--modes real frozen black vae rendered imagined_states]
 
 From the wm_outcome_gauge.py starts (their Meta-World layouts) the config's policy plays ``--samples``
-sampled 150-step episodes per start with the real state and: ``real`` frames; ``frozen``: the start frame
+sampled 150-step episodes per start (LIBERO: ``--starts`` left out, the eval env's own init states, the same ones in
+every mode) with the real state and: ``real`` frames; ``frozen``: the start frame
 throughout; ``black``: zero images; ``vae``: the real frames encoded and decoded by
 ``env.train.dynamics_model_config``'s VAE (the best a renderer onto that VAE can do); ``rendered``: the frames
 ``env.train.state_model_config``'s renderer draws from the real state, as the world-model env of ``env.train``
 draws them in imagination (``WorldModelEnv.render_states``, started from the real start with ``reset_to``:
-with ``frames_from: state_residual`` shifted by the start frame's residual). ``rendered`` against ``vae`` is what the renderer
+with ``frames_from: state_residual`` shifted by the start frame's residual; an observation model draws them from its
+code of the real frame and the real proprioception). ``rendered`` against ``vae`` is what the renderer
 costs the policy with every state right. ``imagined_states`` turns it round: the real frames, but the state the
 policy reads is the world-model env's, imagined from the real start through the same actions (``reset_to``, then
 ``chunk_step`` with every chunk the policy sends Meta-World): what imagination's states alone cost it. The same
@@ -58,6 +60,8 @@ def seen_images(mode: str, obs: dict, first: torch.Tensor, wm) -> torch.Tensor:
     if mode == "vae":
         return wm.dynamics.decode(wm.dynamics.encode(obs["images"][:, None]))[:, 0]
     if mode == "rendered":
+        if wm.state_model.cfg.latent_components:  # an observation model draws the code of the real frame
+            return wm.render_states(wm.observed_states(obs)[:, None])[:, 0]
         return wm.render_states(select_state(obs["state"], wm.cfg.state_type)[:, None])[:, 0]
     return obs["images"]
 
@@ -67,7 +71,7 @@ def main() -> None:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="rl_release_video")
-    p.add_argument("--starts", required=True)
+    p.add_argument("--starts", help="wm_outcome_gauge starts (Meta-World); LIBERO uses its eval init states")
     p.add_argument("--starts-per-task", type=int, default=9)
     p.add_argument("--samples", type=int, default=4)
     p.add_argument("--episode-steps", type=int, default=150)
@@ -79,6 +83,7 @@ def main() -> None:
     from policy_and_value.config import load_config
     from policy_and_value.envs.metaworld_env import MetaWorldEnv
     from policy_and_value.envs.metaworld_tasks import select_state
+    from policy_and_value.envs.registry import make_env
     from policy_and_value.models.registry import make_policy
 
     cfg = load_config(args.config, overrides)
@@ -92,12 +97,16 @@ def main() -> None:
             if not getattr(cfg.env.train, key):
                 raise SystemExit(f"--modes {mode} needs env.train.{key} (set it, or leave {mode} out)")
     tasks = list(cfg.env.eval.tasks)
-    starts = load_starts(args.starts, tasks, args.starts_per_task)
+    libero = cfg.env.eval.env_type == "libero"
+    if libero == bool(args.starts):
+        raise SystemExit(f"--starts={args.starts}: give it for Meta-World, leave it out for LIBERO "
+                         f"(env.eval.env_type={cfg.env.eval.env_type})")  # fmt: skip
+    starts = None if libero else load_starts(args.starts, tasks, args.starts_per_task)
     per_round = 3
     n = len(tasks) * per_round * args.samples
     env_cfg = cfg.env.eval.model_copy(update={"num_envs": n, "auto_reset": False, "max_episode_steps": args.episode_steps,
                                               "group_size": args.samples, "use_fixed_reset_state_ids": False})  # fmt: skip
-    env = MetaWorldEnv(env_cfg, n, seed=0)
+    env = make_env(env_cfg, n, seed=0) if libero else MetaWorldEnv(env_cfg, n, seed=0)
     policy = make_policy(
         cfg.model, env.spec, cfg.algorithm.logprob_type, False, model_dir=cfg.rollout.model_dir
     )
@@ -108,7 +117,11 @@ def main() -> None:
     for mode in args.modes:
         success, task_of = [], []
         for r in range(-(-args.starts_per_task // per_round)):
-            layouts, _, keep = assign_starts(env.task_ids, starts, args.samples, r * per_round)
+            if libero:  # init states r * per_round ... of each task, the same in every mode
+                layouts = (r * per_round + np.arange(n) // (args.samples * len(tasks))) % env.num_start_states
+                keep = layouts < args.starts_per_task
+            else:
+                layouts, _, keep = assign_starts(env.task_ids, starts, args.samples, r * per_round)
             obs, _ = env.reset(reset_state_ids=torch.as_tensor(layouts))
             first = obs["images"].clone()
             if mode in IMAGINED:  # imagination from this start: its residual, its states
