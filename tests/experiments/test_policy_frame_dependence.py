@@ -38,3 +38,33 @@ def test_rendered_frames_start_as_the_vae_shows_the_start_frame_and_every_mode_p
     out = capsys.readouterr().out
     for mode in ("real", "vae", "rendered", "imagined_states"):
         assert f"| {mode} | " in out
+
+
+def test_an_observation_model_draws_the_code_of_the_real_frame(monkeypatch):
+    """With an observation model (the quickstart's) ``rendered`` is the frame drawn from its code of the real frame and
+    the real proprioception: at the start, with the start residual, the VAE's decoding of the start frame; a moved
+    hand draws another frame. ``--starts`` is refused for LIBERO's configs and needed for Meta-World's."""
+    import pytest
+
+    from policy_and_value.config import load_config
+    from policy_and_value.envs.metaworld_env import MetaWorldEnv
+    from policy_and_value.envs.metaworld_tasks import select_state
+
+    bench = import_module("experiments.harness.policy_frame_dependence")
+    cfg = load_config("quickstart")
+    env = MetaWorldEnv(cfg.env.eval.model_copy(update={"num_envs": 2, "auto_reset": False}), 2, seed=0)
+    wm = bench.imagination_of(cfg, env, samples=1)
+    assert wm.state_model.cfg.latent_components
+    obs, _ = env.reset()
+    env.close()
+    images, proprio = obs["images"], select_state(obs["state"], wm.cfg.state_type)
+    wm.reset_to(images, proprio)
+    seen = {**obs, "state": proprio}
+    vae = bench.seen_images("vae", seen, images, wm)
+    assert (bench.seen_images("rendered", seen, images, wm).int() - vae.int()).abs().max() <= 1
+    moved = {**seen, "state": proprio.clone()}
+    moved["state"][:, :3] += 0.1
+    assert (bench.seen_images("rendered", moved, images, wm).int() - vae.int()).abs().float().mean() > 0.5
+    monkeypatch.setattr(sys, "argv", ["policy_frame_dependence.py", "--config", "quickstart"])
+    with pytest.raises(SystemExit, match="--starts=None: give it for Meta-World"):
+        bench.main()
