@@ -199,10 +199,9 @@ class WorldModelEnv(StateScoring, BatchedEnv):
     @torch.no_grad()
     def _reobserved(self, members: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
         """Members' states [K, N, S] with their code replaced by the observation model's code of the frames
-        uint8 [N, V, H, W, 3] they were drawn as; each member keeps its own proprioception."""
-        latents = self.dynamics.encode(frames[:, None])[:, 0].to(self.device)
-        codes = self.state_model.latent_coefficients(latents).cpu()
+        uint8 [N, V, H, W, 3] they were drawn as (``observed_states``); each member keeps its own proprioception."""
         p = self.state_model.proprio_dim
+        codes = self.observed_states({"images": frames, "state": members[0, :, :p]})[:, p:]
         return torch.cat([members[..., :p], codes[None].expand(len(members), -1, -1)], dim=-1)
 
     def _observe_start(self, ids: np.ndarray, latents: torch.Tensor | None) -> None:

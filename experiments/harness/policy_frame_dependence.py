@@ -81,7 +81,6 @@ def main() -> None:
     args, overrides = parse_with_overrides(p)  # key=value overrides anywhere among the options
 
     from policy_and_value.config import load_config
-    from policy_and_value.envs.metaworld_env import MetaWorldEnv
     from policy_and_value.envs.metaworld_tasks import select_state
     from policy_and_value.envs.registry import make_env
     from policy_and_value.models.registry import make_policy
@@ -106,7 +105,7 @@ def main() -> None:
     n = len(tasks) * per_round * args.samples
     env_cfg = cfg.env.eval.model_copy(update={"num_envs": n, "auto_reset": False, "max_episode_steps": args.episode_steps,
                                               "group_size": args.samples, "use_fixed_reset_state_ids": False})  # fmt: skip
-    env = make_env(env_cfg, n, seed=0) if libero else MetaWorldEnv(env_cfg, n, seed=0)
+    env = make_env(env_cfg, n, seed=0)
     policy = make_policy(
         cfg.model, env.spec, cfg.algorithm.logprob_type, False, model_dir=cfg.rollout.model_dir
     )
