@@ -150,10 +150,10 @@ class AsyncInferenceServicer:
 
     def _end(self, session: Session) -> None:
         """The session's open episode saved (outcome unknown) and its version released."""
-        if session.episode is not None:
-            with session.lock:
+        with session.lock:  # checked under the lock: end_idle or the session's own call may be closing it
+            if session.episode is not None:
                 self._record(session.episode.end(None), session)
-            session.episode = None
+                session.episode = None
         if session.served is not None:
             self.source.release(session.version)
             session.served = None
@@ -165,8 +165,8 @@ class AsyncInferenceServicer:
         with self.lock:
             sessions = list(self.sessions.values())
         for session in sessions:
-            if session.episode is not None and now - session.touched > idle_s:
-                with session.lock:
+            with session.lock:
+                if session.episode is not None and now - session.touched > idle_s:
                     self._record(session.episode.end(None), session)
 
     def close(self) -> None:
@@ -226,8 +226,8 @@ class AsyncInferenceServicer:
             end, success = episode_end(timed.observation)
         except (BadRequest, wire.WireError) as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        if session.episode is not None:
-            with session.lock:
+        with session.lock:
+            if session.episode is not None:
                 for closed in session.episode.observe(int(timed.timestep), request):
                     self._record(closed, session)
                 if end:
@@ -258,8 +258,8 @@ class AsyncInferenceServicer:
 
         chunk = session.served.act(batch)[: max(1, session.setup.actions_per_chunk)]
         session.answered.add(timed.timestep)
-        if session.episode is not None:
-            with session.lock:
+        with session.lock:
+            if session.episode is not None:
                 session.episode.served(int(timed.timestep), chunk)
         session.last_state = batch["state"][0].numpy()
         actions = [
