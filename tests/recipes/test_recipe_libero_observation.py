@@ -30,8 +30,8 @@ def test_the_recipe_builds_an_observation_model_from_libero_recordings(demos, tm
         index = json.loads((out / name / "index.json").read_text())
         assert index["info"]["start_states"] == starts and len(index["episodes"]) == 3  # one a task
         assert all(e["policy"].startswith("pi0 ") for e in index["episodes"])
-    config = json.loads((out / "wmB" / "model" / "config.json").read_text())
-    assert config["value_head"] and config["latent_components"] == 8
+    config = json.loads((out / "observation_model" / "model" / "config.json").read_text())
+    assert config["value_head"] and config["latent_components"] == 8 and config["latent_encoder"] == "pca"
     assert config["state_dim"] == 8 + 8  # LIBERO's 8 proprioception numbers whole, and the code
     assert (out / "vae" / "model" / "config.json").is_file()
     assert libero_observation.main(argv) == 0  # a re-run: every stage's output is there

@@ -1,7 +1,8 @@
 """The LIBERO-Object observation model from what a robot records: expert demonstrations on the first 25 init states of
 each task -> the imitation start (``libero-loop``'s stages) -> its own rollouts there, failures included -> a VAE of the
-two cameras -> the observation model (design B: proprioception and a learned code of the frames' latents, success and
-value heads on the episodes' outcomes) -> the start's rollouts on the last 25 init states, never trained on.
+two cameras -> the observation model (design A: proprioception and 256 principal components of the frames' VAE
+latents, success and value heads on the episodes' outcomes; ``--encoder learned`` for design B's learned code) -> the
+start's rollouts on the last 25 init states, never trained on.
 
     worldrl recipe libero-observation-model [--out data/libero_obs] [--episodes 10] [--rollouts 20] ...
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, PositiveInt
 
@@ -46,7 +48,10 @@ class Args(RecipeArgs):
     noise: float = Field(0.5, ge=0.0, description="the rollouts' flow-SDE noise (RL's exploration)")
     vae_steps: PositiveInt = Field(500, description="the cameras' VAE training steps")
     steps: PositiveInt = Field(1500, description="the observation model's training steps")
-    components: PositiveInt = Field(64, description="numbers of the learned code of the frames")
+    components: PositiveInt = Field(256, description="numbers of the frames' code in the model's state")
+    encoder: Literal["pca", "learned"] = Field(
+        "pca", description="the frames' code: the latents' principal components (A) or a learned encoder (B)"
+    )
 
     def check(self) -> None:
         """The demonstrations given exist, before any work (``--out`` may exist: a re-run continues there)."""
@@ -75,10 +80,10 @@ def plan(args: Args) -> list[tuple[str, str, Callable[[Stages, str], None]]]:
          "train.dynamics_steps=0", f"train.save_interval={args.vae_steps}"])),
         ("merge", f"{out}/data", tool_step("toolkits.episodes.merge",
          ["--data", demos, f"{out}/rollouts", "--out", f"{out}/data"])),
-        ("observation model", f"{out}/wmB/model", tool_step("world_models.train_state_model", [
-         f"data.path={out}/data", f"output_dir={out}/wmB", "setting=observation_only", "data.state_type=proprio",
+        ("observation model", f"{out}/observation_model/model", tool_step("world_models.train_state_model", [
+         f"data.path={out}/data", f"output_dir={out}/observation_model", "setting=observation_only", "data.state_type=proprio",
          "model.reward_head=false", "train.success_labels=episode_end", f"model.latent_components={args.components}",
-         "model.latent_encoder=learned", "model.value_head=true", f"render.dynamics_model_dir={out}/vae/model",
+         f"model.latent_encoder={args.encoder}", "model.value_head=true", f"render.dynamics_model_dir={out}/vae/model",
          f"render.latent_cache={out}/latent_cache", f"train.steps={args.steps}"])),
         ("held-out rollouts", f"{out}/heldout_rollouts", tool_step(COLLECT,
          collect(args.heldout, "heldout", 9, policy, f"{out}/heldout_rollouts"))),
@@ -95,7 +100,7 @@ def run(args: Args) -> Stages:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     s = Stages("libero-observation-model")
     s.run_plan(plan(args))
-    s.log(f"gauge the value head: python -m experiments.harness.value_auc --model {args.out}/wmB/model "
+    s.log(f"gauge the value head: python -m experiments.harness.value_auc --model {args.out}/observation_model/model "
           f"--vae {args.out}/vae/model --episodes {args.out}/heldout_rollouts")  # fmt: skip
     return s
 
