@@ -22,7 +22,9 @@ tell the policy's samples apart (``world_models.train`` on them, merged with exp
 ``toolkits.episodes.merge``). With ``--imagine CONFIG [KEY=VALUE ...]`` as well, the policy first plays each
 whole episode in that job config's world model (``env.train``, started from the simulator's start frame and
 state) and the simulator then replays those actions open loop: what the actions imagination chose really
-do, to refit a state model on its own closed-loop rollouts (``worldrl recipe refit-state-model``, ``--plans``).
+do, to refit a state model on its own closed-loop rollouts (``worldrl recipe refit-state-model``, ``--plans``); each
+episode keeps its plan's imagined return and success (``experiments.harness.plan_outcomes`` ranks them). Meta-World
+or a LIBERO suite.
 """
 
 from __future__ import annotations
@@ -169,13 +171,26 @@ class ImaginedPlanActor:
         """Imagine afresh at the start of an episode."""
         self.plan = None
 
+    def plan_meta(self, i: int) -> dict[str, Any]:
+        """What env ``i``'s plan was worth in imagination, kept beside its real outcome (does imagination rank its
+        own plans as the simulator does?)."""
+        return {
+            "imagined_return": float(self.imagined_return[i]),
+            "imagined_success": bool(self.imagined_success[i]),
+        }
+
     def __call__(self, obs: dict[str, Any]) -> np.ndarray:
         if self.plan is None:  # the episode's start: play it in imagination from this observation
             seen, _ = self.env.reset_to(obs["images"], select_state(obs["state"], self.env.cfg.state_type))
-            chunks = []
+            chunks, n = [], self.env.num_envs
+            self.imagined_return, self.imagined_success = np.zeros(n), np.zeros(n, bool)
             for _ in range(-(-self.steps // self.env.chunk)):
                 chunks.append(self.policy.chunk(seen).clamp(-1, 1))
-                seen, *_ = self.env.chunk_step(chunks[-1])
+                seen, _, _, _, info = self.env.chunk_step(chunks[-1])
+                if "episode" in info:  # its end in imagination: what the plan was worth there
+                    ids = info["episode"]["env_ids"].numpy()
+                    self.imagined_return[ids] = info["episode"]["return"].numpy()
+                    self.imagined_success[ids] = info["episode"]["success_once"].numpy()
             self.plan = torch.cat(chunks, 1).numpy()
             self.step = 0
         self.step += 1
@@ -267,6 +282,8 @@ def collect(
                         "noise_level": noise_level if policy_dir else None, "action_noise": action_noise,
                         "forced_failure": bool(forced[i]), "reset_state_id": int(info["reset_state_ids"][i]), "seed": seed,
                     }  # fmt: skip
+                    if isinstance(actor, ImaginedPlanActor):
+                        meta.update(actor.plan_meta(i))
                     writer.write(
                         Episode(
                             np.stack(frames[i])
@@ -406,7 +423,7 @@ def _suite_args(args: argparse.Namespace) -> None:
         ("--policy-dir", [args.policy_dir] if args.policy_dir and not libero else [], "none yet with --suite maniskill"),
         ("--start-states", [args.start_states] if args.start_states != "all" and not libero else [],
          "all with --suite maniskill (its layouts: --layout-seed)"),
-        ("--imagine", [args.imagine[0]] if args.imagine else [], "Meta-World --tasks only"),
+        ("--imagine", [args.imagine[0]] if args.imagine and not libero else [], "Meta-World or a LIBERO suite"),
     ])  # fmt: skip
 
 

@@ -157,7 +157,7 @@ def test_collect_imagined_plans_replays_what_the_policy_did_in_the_world_model(t
     from policy_and_value.config import load_config
     from toolkits import collect_episodes as ce
 
-    plans = []
+    plans, worth = [], []
     plan_of = ce.ImaginedPlanActor.__call__
 
     def spy(self, obs):
@@ -165,6 +165,7 @@ def test_collect_imagined_plans_replays_what_the_policy_did_in_the_world_model(t
         action = plan_of(self, obs)
         if fresh:
             plans.append(self.plan.copy())
+            worth.append(self.imagined_return.copy())
         return action
 
     monkeypatch.setattr(ce.ImaginedPlanActor, "__call__", spy)
@@ -180,6 +181,9 @@ def test_collect_imagined_plans_replays_what_the_policy_did_in_the_world_model(t
     for i in range(3):
         assert np.array_equal(data[i].actions, plans[0][i, : len(data[i].actions)])
     assert f"planned in the world model of {world.state_model_config}" in data.entries[0]["policy"]
+    # each plan's worth in imagination is kept beside its real outcome, in its own env's episode
+    assert [e["imagined_return"] for e in data.entries] == pytest.approx(list(worth[0]))
+    assert all(isinstance(e["imagined_success"], bool) for e in data.entries)
     # RL's shares of env groups do not apply to the plans (these weights would give the 3 envs door, reach, door)
     weighted = world.model_copy(update={"task_weights": [1.0, 1.0, 4.0]})
     ce.collect(tasks, 1, ["corner", "gripperPOV"], 64, 0.0, 0.0, 4, 3, num_envs=3, log=lambda *_: None,
