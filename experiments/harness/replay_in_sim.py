@@ -17,18 +17,21 @@ import torch
 
 
 def replay_task(env_cfg, episodes: list) -> np.ndarray:
-    """Each episode's actions stepped one at a time in a fresh batch of ``env_cfg``'s simulator from its recorded start:
-    whether it succeeded at any step."""
+    """Each episode's actions stepped one at a time (``env_cfg`` has one action a chunk) in a fresh batch of its
+    simulator from its recorded start, each env stopped after its own length: whether it succeeded."""
+    from experiments.harness.imagined_outcomes import play
     from policy_and_value.envs.registry import make_env
 
+    lengths = np.array([len(e.actions) for e in episodes])
+    padded = np.zeros((len(episodes), lengths.max(), episodes[0].actions.shape[1]), np.float32)
+    for i, e in enumerate(episodes):
+        padded[i, : len(e.actions)] = e.actions
     env = make_env(env_cfg, len(episodes), seed=0)
     try:
-        env.reset(reset_state_ids=torch.tensor([e.meta["reset_state_id"] for e in episodes]))
-        success = np.zeros(len(episodes), bool)
-        for t in range(max(len(e.actions) for e in episodes)):
-            a = np.stack([e.actions[min(t, len(e.actions) - 1)] for e in episodes]).astype(np.float32)
-            _, _, terminated, _, _ = env.chunk_step(torch.from_numpy(a[:, None]))
-            success |= terminated.numpy()
+        obs, _ = env.reset(reset_state_ids=torch.tensor([e.meta["reset_state_id"] for e in episodes]))
+        _, success = play(
+            env, obs, lambda _, k: torch.from_numpy(padded[:, k : k + 1]), padded.shape[1], lengths
+        )
     finally:
         env.close()
     return success
