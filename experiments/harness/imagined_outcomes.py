@@ -67,16 +67,24 @@ def imagine(env, policy, starts: dict[str, torch.Tensor], steps: int) -> tuple[n
     return play(env, obs, act, -(-steps // env.chunk))
 
 
+def pad_actions(actions: list[np.ndarray], chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    """Episodes' actions [T_i, A] as one array [N, T, A] (zeros past each end, T a multiple of ``chunk``) and their
+    lengths [N], to replay them in a batch of envs."""
+    lengths = np.array([len(a) for a in actions])
+    padded = np.zeros((len(actions), -(-lengths.max() // chunk) * chunk, actions[0].shape[1]), np.float32)
+    for i, a in enumerate(actions):
+        padded[i, : len(a)] = a
+    return padded, lengths
+
+
 def replay(env, starts: dict[str, torch.Tensor], actions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Each recorded episode's ``actions`` [T_i, A] replayed open loop in ``env`` (one env an episode) from its start:
     the imagined return and whether imagination reached success within the episode's own length."""
     from policy_and_value.envs.metaworld_tasks import select_state
 
     obs, _ = env.reset_to(starts["images"], select_state(starts["state"], env.cfg.state_type))
-    c, lengths = env.chunk, np.array([len(a) for a in actions])
-    padded = np.zeros((env.num_envs, -(-lengths.max() // c) * c, env.action_dim), np.float32)
-    for i, a in enumerate(actions):
-        padded[i, : len(a)] = a
+    c = env.chunk
+    padded, lengths = pad_actions(actions, c)
     return play(
         env, obs, lambda _, k: torch.from_numpy(padded[:, k * c : (k + 1) * c]), padded.shape[1] // c, lengths
     )

@@ -41,7 +41,7 @@ def within_start_spearman(starts: list, returns: np.ndarray, real: np.ndarray) -
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: the table, all plans then per task."""
-    from toolkits.base.metrics import auc
+    from experiments.harness.imagined_outcomes import cell
 
     p = argparse.ArgumentParser(
         prog="python -m experiments.harness.plan_outcomes", description=__doc__.splitlines()[0]
@@ -67,12 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in ["all", *sorted(set(tasks))]:
         pick = np.ones(len(tasks), bool) if name == "all" else tasks == name
         y = real[pick]
-        cells = [
-            f"{auc(s[pick], y):.3f}" if 0 < y.sum() < len(y) else "n/a" for s in (ret, imagined.astype(float))
-        ]
         rho, n = within_start_spearman([s for s, k in zip(starts, pick, strict=True) if k], ret[pick], y)
-        print(f"| {name} | {pick.sum()} | {y.mean():.1%} | {imagined[pick].mean():.1%} | {cells[0]} | {cells[1]} "
-              f"| {rho:.3f} ({n}) |")  # fmt: skip
+        print(f"| {name} | {pick.sum()} | {y.mean():.1%} | {imagined[pick].mean():.1%} | {cell(ret, pick, y)} "
+              f"| {cell(imagined.astype(float), pick, y)} | {rho:.3f} ({n}) |")  # fmt: skip
     return 0
 
 

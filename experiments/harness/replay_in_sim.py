@@ -19,13 +19,10 @@ import torch
 def replay_task(env_cfg, episodes: list) -> np.ndarray:
     """Each episode's actions stepped one at a time (``env_cfg`` has one action a chunk) in a fresh batch of its
     simulator from its recorded start, each env stopped after its own length: whether it succeeded."""
-    from experiments.harness.imagined_outcomes import play
+    from experiments.harness.imagined_outcomes import pad_actions, play
     from policy_and_value.envs.registry import make_env
 
-    lengths = np.array([len(e.actions) for e in episodes])
-    padded = np.zeros((len(episodes), lengths.max(), episodes[0].actions.shape[1]), np.float32)
-    for i, e in enumerate(episodes):
-        padded[i, : len(e.actions)] = e.actions
+    padded, lengths = pad_actions([e.actions for e in episodes], 1)
     env = make_env(env_cfg, len(episodes), seed=0)
     try:
         obs, _ = env.reset(reset_state_ids=torch.tensor([e.meta["reset_state_id"] for e in episodes]))
