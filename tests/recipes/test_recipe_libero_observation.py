@@ -1,6 +1,7 @@
 """``worldrl recipe libero-observation-model`` for real at tiny sizes on LIBERO-shaped demonstrations made here
 (``--episodes-dir``): the imitation start, its rollouts in LIBERO on the training and the held-out init states, the
-cameras' VAE and the observation model, trained in the observation-only setting; a re-run skips every stage."""
+cameras' VAE and the observation model, trained in the observation-only setting, then its plans replayed in LIBERO and
+a warm refit on them; a re-run skips every stage."""
 
 import json
 
@@ -22,7 +23,7 @@ def test_the_recipe_builds_an_observation_model_from_libero_recordings(demos, tm
     out = tmp_path / "obs"
     argv = ["--out", str(out), "--episodes-dir", demos, "--max-episode-steps", "8", "--rm-steps", "2",
             "--il-steps", "2", "--rollouts", "1", "--heldout", "1", "--vae-steps", "2", "--steps", "2",
-            "--components", "8"]  # fmt: skip
+            "--components", "8", "--plans", "1", "--plan-steps", "2"]  # fmt: skip
     assert libero_observation.main(argv) == 0
     printed = capsys.readouterr().out
     assert "libero-observation-model: done in" in printed and "demonstrations" not in printed  # given
@@ -34,8 +35,15 @@ def test_the_recipe_builds_an_observation_model_from_libero_recordings(demos, tm
     assert config["value_head"] and config["latent_components"] == 8 and config["latent_encoder"] == "pca"
     assert config["state_dim"] == 8 + 8  # LIBERO's 8 proprioception numbers whole, and the code
     assert (out / "vae" / "model" / "config.json").is_file()
+    for name, starts in (("plans", "train"), ("heldout_plans", "heldout")):  # planned in imagination, replayed
+        index = json.loads((out / name / "index.json").read_text())
+        assert index["info"]["start_states"] == starts and len(index["episodes"]) == 3
+        assert all("imagined_return" in e and "planned in the world model" in e["policy"] for e in index["episodes"])
+    assert "plans_model/model" in index["episodes"][0]["policy"]  # the held-out plans are the refitted model's
+    refit = json.loads((out / "plans_model" / "model" / "config.json").read_text())
+    assert refit["latent_components"] == 8 and refit["value_head"]
     assert libero_observation.main(argv) == 0  # a re-run: every stage's output is there
-    assert capsys.readouterr().out.count("exists, skipped") == 6
+    assert capsys.readouterr().out.count("exists, skipped") == 10
 
 
 def test_missing_demonstrations_are_one_line_before_any_work(tmp_path, capsys):
