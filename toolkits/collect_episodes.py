@@ -360,8 +360,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             ("--start-states", [args.start_states] if args.start_states != "all" else [],
              "all with Meta-World (a LIBERO suite's init states; Meta-World's layouts: --layout-seed)"),
             ("--cameras", [c for c in args.cameras if c not in CAMERAS], ", ".join(CAMERAS)),
-            ("--imagine", [args.imagine[0]] if args.imagine and not args.policy_dir else [],
-             "with --policy-dir only (the policy plays in the world model)"),
         ])  # fmt: skip
     _exit_on_first_bad(_shared_checks(args))
     return args
@@ -389,6 +387,11 @@ def _shared_checks(args: argparse.Namespace) -> list[tuple[str, list, str]]:
             "--noise-level",
             [args.noise_level] if args.noise_level > 0 and not args.policy_dir else [],
             "0 without --policy-dir (it is the policy's sampling noise)",
+        ),
+        (
+            "--imagine",
+            [args.imagine[0]] if args.imagine and not args.policy_dir else [],
+            "with --policy-dir only (the policy plays in the world model)",
         ),
     ]  # fmt: skip
 
@@ -433,7 +436,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.imagine:  # the job config's world-model env, read (and checked) before any episode
         from policy_and_value.config import load_config
 
-        world = load_config(args.imagine[0], args.imagine[1:]).env.train
+        # composed for the policy that plays (--policy-dir), not the job's own rollout.model_dir; overrides after win
+        world = load_config(
+            args.imagine[0], [f"rollout.model_dir={args.policy_dir}", *args.imagine[1:]]
+        ).env.train
         _exit_on_first_bad([("--imagine", [args.imagine[0]] if world.env_type != "world_model" else [],
                              "a job config whose env.train is a world_model env")])  # fmt: skip
     start = time.time()

@@ -202,6 +202,38 @@ def test_collect_imagined_plans_replays_what_the_policy_did_in_the_world_model(t
     )
 
 
+def test_imagine_reads_the_job_for_its_policy_and_needs_one_everywhere(tmp_path, monkeypatch, capsys):
+    """--imagine composes its job with --policy-dir as rollout.model_dir (the job's own may not exist where the
+    policy does), the user's overrides after it; LIBERO refuses --imagine without --policy-dir as Meta-World does."""
+    import policy_and_value.config as config
+    from toolkits import collect_episodes as ce
+
+    seen, load = [], config.load_config
+
+    def spy(name, overrides=None, config_dir=None):
+        cfg = load(name, overrides, config_dir)
+        seen.append((overrides, cfg.rollout.model_dir, cfg.env.train.state_model_config))
+        return cfg
+
+    class Stop(Exception):
+        pass
+
+    monkeypatch.setattr(config, "load_config", spy)
+    monkeypatch.setattr(ce, "collect", lambda *a, **k: (_ for _ in ()).throw(Stop()))
+    policy, model = "assets/metaworld_outcome/policy", "assets/world_models/state_outcome20_both/model"
+    with pytest.raises(Stop):
+        ce.main(["--tasks", "reach-v3", "--policy-dir", policy, "--imagine", "rl_metaworld_dense_wm",
+                 f"env.train.state_model_config={model}", "--out", str(tmp_path / "x")])  # fmt: skip
+    assert seen == [([f"rollout.model_dir={policy}", f"env.train.state_model_config={model}"], policy, model)]
+    with pytest.raises(SystemExit) as exit_:
+        ce.parse_args(
+            ["--suite", "libero_object", "--imagine", "rl_libero_obs_wm_value", "--out", str(tmp_path / "y")]
+        )
+    assert exit_.value.code == 2 and capsys.readouterr().err.strip() == (
+        "error: --imagine=rl_libero_obs_wm_value: allowed: with --policy-dir only (the policy plays in the world model)"
+    )
+
+
 def test_merge_renumbers_tasks_and_refuses_mixed_cameras(tmp_path):
     """merge_datasets: every episode of both datasets, bit-identical, task ids over the union in order of
     appearance, origin recorded; different cameras or an existing --out are refused."""

@@ -84,7 +84,7 @@ def plan(args: Args) -> list[tuple[str, str, Callable[[Stages, str], None]]]:
         "model.value_head=true", f"render.dynamics_model_dir={out}/vae/model", f"render.latent_cache={out}/latent_cache"]  # fmt: skip
 
     def planned_in(model: str) -> list[str]:  # the policy plans in ``model``, its actions replayed in LIBERO
-        return [*policy, "--imagine", WORLD_JOB, f"rollout.model_dir={out}/sft/policy", f"env.train.state_model_config={model}",
+        return [*policy, "--imagine", WORLD_JOB, f"env.train.state_model_config={model}",
                 f"env.train.dynamics_model_config={out}/vae/model", f"env.train.dynamics_model_image_root={demos}"]  # fmt: skip
 
     stages = [
