@@ -214,18 +214,18 @@ class ActorConfig(Strict):
 
 class CoevolutionConfig(Strict):
     """World-model/policy co-evolution (``policy_and_value.runner.coevolution``): rounds of RL in imagination,
-    real rollouts of the current policy and/or its imagined plans replayed in Meta-World, and a warm-started
-    refit of the state model on every real episode."""
+    real rollouts of the current policy and/or its imagined plans replayed in the eval env's simulator (Meta-World or
+    LIBERO), and a warm-started refit of the state model on every real episode."""
 
     rounds: int = Field(0, ge=0)  # 0: off (one plain run of runner.max_steps)
     steps_per_round: int = Field(10, ge=1)  # RL steps in imagination per round
     real_episodes_per_task: int = Field(4, ge=0)  # real rollouts of the current policy per task and round
     plans_per_task: int = Field(
         0, ge=0
-    )  # its episodes imagined in the round's world model, replayed in Meta-World
+    )  # its episodes imagined in the round's world model, replayed in the simulator
     layout_seed: int = Field(
         0, ge=0
-    )  # the layouts the real rollouts draw from (training's, not evaluation's)
+    )  # Meta-World: the layouts the real rollouts draw from (training's; LIBERO's: its first 25 init states)
     state_model_data: str | None = (
         None  # the episodes the state model was trained on; refits add each round's
     )

@@ -11,7 +11,8 @@ from toolkits.base.setting import OBSERVATION_ONLY, POSES, privileged
 def check_setting(cfg: JobConfig) -> None:
     """Refuse, naming the key, every part of ``cfg`` that would read privileged state in the observation-only
     setting: a full simulator state as policy (and critic) input, a shaped simulator reward to train on, a state
-    world model that predicts simulator state (an observation model is allowed), co-evolution (it refits one)."""
+    world model that predicts simulator state (an observation model is allowed; co-evolution refits it on episodes'
+    outcomes, ``toolkits.recipes.coevolution_checks``)."""
     if cfg.setting != OBSERVATION_ONLY:
         return
     for key, env in all_envs(cfg):
@@ -33,6 +34,3 @@ def check_setting(cfg: JobConfig) -> None:
             if env.reward_mode == "state_reward":
                 raise privileged(f"{key}.reward_mode", "state_reward", "the simulator's shaped reward (a reward head's)",
                                  "set reward_mode: success")  # fmt: skip
-    if cfg.coevolution.rounds > 0:
-        raise privileged("coevolution.rounds", cfg.coevolution.rounds, "a state world model refitted on simulator states",
-                         "set coevolution.rounds=0")  # fmt: skip

@@ -4,13 +4,14 @@ rounds of
 1. RL in imagination for ``steps_per_round`` steps (the job itself, resumed from the last round's
    checkpoint, with the newest state model; env groups of a real simulator may train beside the
    world-model one, mixed training, and their steps count as real env steps);
-2. ``real_episodes_per_task`` real Meta-World rollouts of the current policy (its rollout weights,
-   exported, sampled with ``model.pi0.noise_level``) on the training layouts (``layout_seed``), and/or
-   ``plans_per_task`` of its episodes played in the world model it just trained in, from Meta-World's start,
-   then replayed open loop in Meta-World (``round_<r>/plans``: what the actions imagination led it to
-   really do, where the model is wrong about this policy; ``toolkits.collect_episodes --imagine``);
-3. a warm-started refit of the state model (and its renderer) on its training episodes plus every real
-   episode so far (``refit_steps``; ``refit_focus`` of each state-model batch from the rounds' episodes; the
+2. ``real_episodes_per_task`` real rollouts of the current policy (its rollout weights, exported, sampled with
+   ``model.pi0.noise_level``) in the eval env's simulator on training's starts (Meta-World's layouts of
+   ``layout_seed``; LIBERO's first 25 init states a task, evaluation taking the last 25), and/or
+   ``plans_per_task`` of its episodes played in the world model it just trained in, from the simulator's start,
+   then replayed open loop there (``round_<r>/plans``: what the actions imagination led it to really do, where
+   the model is wrong about this policy; ``toolkits.collect_episodes --imagine``);
+3. a warm-started refit of the state model (and its renderer; an observation model in the observation-only
+   setting, its success learned from episodes' ends) on its training episodes plus every real episode so far (``refit_steps``; ``refit_focus`` of each state-model batch from the rounds' episodes; the
    renderer's VAE latents are cached in ``coevolution/latent_cache`` or ``coevolution.latent_cache``, so a refit
    encodes only the episodes no refit encoded before), and optionally of the dynamics model's denoiser.
 
@@ -39,6 +40,7 @@ from policy_and_value.config.env_checks import env_groups, world_model_groups
 from policy_and_value.config.schema import EnvConfig, JobConfig
 from toolkits.base.checkpoint import checkpoint_step, log_dir_of
 from toolkits.recipes.coevolution_checks import finished_rounds
+from toolkits.recipes.coevolution_refit import refit
 
 
 def round_config(cfg: JobConfig, r: int, resume: str | None, state_model: str, dynamics: str) -> JobConfig:
@@ -72,21 +74,29 @@ def collect_real(
     episodes_per_task: int,
     imagine: EnvConfig | None = None,
 ) -> dict[str, Any]:
-    """Meta-World episodes of the policy in ``policy_dir`` with the eval env's tasks and views: its own rollouts,
-    or with ``imagine`` (a world-model env config) its episodes planned there and replayed open loop. Returns
-    the number of env steps, episodes and their success rate."""
+    """Episodes of the policy in ``policy_dir`` in the eval env's simulator with its tasks and views (Meta-World on
+    the layouts of ``coevolution.layout_seed``; LIBERO on the training init states, the first 25 a task): its own
+    rollouts, or with ``imagine`` (a world-model env config) its episodes planned there and replayed open loop.
+    Returns the number of env steps, episodes and their success rate."""
     from toolkits.collect_episodes import collect
     from toolkits.episodes import EpisodeWriter
 
     ev = cfg.env.eval
-    writer = EpisodeWriter(
-        out, info={"cameras": list(ev.cameras), "image_size": ev.image_size, "tasks": list(ev.tasks)}
-    )
+    simulator = None  # Meta-World; LIBERO as it records: proprioception and the episode's success
+    if ev.env_type == "libero":
+        simulator = dict(env_type="libero", suite=ev.suite, start_states="train", state_type=ev.state_type)
+    info = {
+        "cameras": list(ev.cameras),
+        "image_size": ev.image_size,
+        "tasks": list(ev.tasks),
+        **(simulator or {}),
+    }
+    writer = EpisodeWriter(out, info=info)
     summary = collect(
         list(ev.tasks), episodes_per_task, list(ev.cameras), ev.image_size, 0.0, 0.0, ev.max_episode_steps, seed,
         ev.num_envs, writer, log=lambda *_: None, policy_dir=policy_dir,
         noise_level=float(cfg.model.pi0.get("noise_level", 0.0)), layout_seed=cfg.coevolution.layout_seed,
-        imagine=imagine,
+        simulator=simulator, imagine=imagine,
     )  # fmt: skip
     writer.close(summary)
     episodes = writer.index["episodes"]
@@ -143,37 +153,6 @@ def collect_round(
         "plan_episodes": plans["episodes"],
         "plan_success": plans["success"],
     }
-
-
-def refit(
-    cfg: JobConfig, data: str, state_model: str, dynamics: str, out: str, rounds_data: list[str]
-) -> tuple[str, str]:
-    """Warm-started refits on ``data``, ``coevolution.refit_focus`` of each state-model batch from the episodes
-    merged from ``rounds_data``; returns the new state model and dynamics model directories."""
-    from world_models.config import StateModelJob, WMDataConfig, WMTrainConfig, WorldModelJob
-    from world_models.state_model import StateModelConfig
-    from world_models.train import train_world_model
-    from world_models.train_state_model import train_state_model
-
-    co, train = cfg.coevolution, world_model_groups(cfg.env.train)[0]
-    renders = bool(StateModelConfig.load(os.path.join(state_model, "config.json")).latent_shape)
-    job = StateModelJob.model_validate({
-        "data": {"path": data, "tasks": list(train.tasks), "state_type": train.state_type},
-        "train": {"steps": co.refit_steps, "seed": cfg.runner.seed,
-                  "focus_sources": rounds_data if co.refit_focus else [], "focus_fraction": co.refit_focus},
-        "render": {"dynamics_model_dir": dynamics if renders else None, "steps": co.refit_steps,
-                   "latent_cache": co.latent_cache or os.path.join(os.path.dirname(out), "latent_cache")},
-        "init_model_dir": state_model, "output_dir": os.path.join(out, "state_model"),
-    })  # fmt: skip
-    new_state = str(train_state_model(job, log=lambda *_: None))
-    if co.dynamics_refit_steps > 0:
-        wm_job = WorldModelJob(
-            data=WMDataConfig(path=data, tasks=list(train.tasks), state_type=train.state_type),
-            train=WMTrainConfig(vae_steps=0, dynamics_steps=co.dynamics_refit_steps, seed=cfg.runner.seed),
-            init_model_dir=dynamics, output_dir=os.path.join(out, "dynamics_model"),
-        )  # fmt: skip
-        dynamics = str(train_world_model(wm_job, log=lambda *_: None))
-    return new_state, dynamics
 
 
 def log_round(cfg: JobConfig, log_dir: str, record: dict[str, Any], log=print) -> None:

@@ -1,5 +1,6 @@
 """Checks of a co-evolution job (``coevolution.rounds`` > 0), run before any work: the world-model env it refits,
-the episodes its state model was trained on, the eval env its real rollouts use and a checkpoint it resumes."""
+the episodes its state model was trained on, the eval env (Meta-World or LIBERO) its real rollouts use and a checkpoint
+it resumes."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from world_models.latent_cache import check_cache_dir
 
 def check_coevolution(cfg: JobConfig) -> None:
     """Co-evolution needs one world-model env with a state model (alone or beside real env groups), the
-    episodes it was trained on, a Meta-World eval env (whose tasks and views the real rollouts use) and a pi0
-    policy (exported for those rollouts)."""
-    co, train = cfg.coevolution, cfg.env.train
+    episodes it was trained on, a Meta-World or LIBERO eval env (whose tasks and views the real rollouts use; LIBERO's
+    evaluation on the held-out init states, as the rollouts take the training ones) and a pi0 policy (exported for
+    those rollouts)."""
+    co, train, ev = cfg.coevolution, cfg.env.train, cfg.env.eval
     if co.rounds == 0:
         return
     worlds = world_model_groups(train)
@@ -38,18 +40,21 @@ def check_coevolution(cfg: JobConfig) -> None:
          "each round sets its refitted models on env.train, which the world-model group inherits: set them there"),
         ("env.train.state_model_config", world.state_model_config, world.state_model_config is not None,
          "coevolution refits the state model: set a state model directory"),
-        ("env.eval.env_type", cfg.env.eval.env_type if cfg.env.eval else None,
-         cfg.env.eval is not None and cfg.env.eval.env_type == "metaworld",
-         "coevolution's real rollouts use a metaworld eval env's tasks and views"),
+        ("env.eval.env_type", ev.env_type if ev else None, ev is not None and ev.env_type in ("metaworld", "libero"),
+         "coevolution's real rollouts use a metaworld or libero eval env's tasks and views"),
+        ("env.eval.start_states", getattr(ev, "start_states", None),
+         ev is None or ev.env_type != "libero" or ev.start_states == "heldout",
+         "heldout: coevolution's LIBERO rollouts start from the training init states (the first 25), which the "
+         "evaluation must not see"),
         ("model.policy_type", cfg.model.policy_type, cfg.model.policy_type in ("pi0", "pi05"),
          "coevolution exports the policy for its real rollouts: pi0 or pi05"),
         ("coevolution.real_episodes_per_task", co.real_episodes_per_task,
          co.real_episodes_per_task + co.plans_per_task > 0,
          "> 0 unless coevolution.plans_per_task > 0 (a refit needs new real episodes)"),
         ("env.train.tasks", list(world.tasks),
-         co.plans_per_task == 0 or cfg.env.eval is None or list(world.tasks) == list(cfg.env.eval.tasks),
+         co.plans_per_task == 0 or ev is None or list(world.tasks) == list(ev.tasks),
          f"env.eval.tasks in the same order with coevolution.plans_per_task > 0 (each plan is imagined in "
-         f"env.train's world model and replayed in env.eval's simulator): {list(cfg.env.eval.tasks) if cfg.env.eval else []}"),
+         f"env.train's world model and replayed in env.eval's simulator): {list(ev.tasks) if ev else []}"),
     ]  # fmt: skip
     for key, value, ok, allowed in needs:
         if not ok:
