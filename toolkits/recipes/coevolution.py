@@ -11,9 +11,10 @@ rounds of
    then replayed open loop there (``round_<r>/plans``: what the actions imagination led it to really do, where
    the model is wrong about this policy; ``toolkits.collect_episodes --imagine``);
 3. a warm-started refit of the state model (and its renderer; an observation model in the observation-only
-   setting, its success learned from episodes' ends) on its training episodes plus every real episode so far (``refit_steps``; ``refit_focus`` of each state-model batch from the rounds' episodes; the
-   renderer's VAE latents are cached in ``coevolution/latent_cache`` or ``coevolution.latent_cache``, so a refit
-   encodes only the episodes no refit encoded before), and optionally of the dynamics model's denoiser.
+   setting, its success learned from episodes' ends) on its training episodes plus every real episode so far
+   (``refit_steps``; ``refit_focus`` of each state-model batch from the rounds' episodes; the renderer's VAE
+   latents are cached in ``coevolution/latent_cache`` or ``coevolution.latent_cache``, so a refit encodes only
+   the episodes no refit encoded before), and optionally of the dynamics model's denoiser.
 
 The real env steps of every round (the rollouts' and replayed plans' actions; evaluation episodes are measurement and do not
 feed training) are counted, printed, logged to TensorBoard (``coevolution/*`` against the training step)
