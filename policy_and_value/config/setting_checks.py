@@ -12,7 +12,7 @@ def check_setting(cfg: JobConfig) -> None:
     """Refuse, naming the key, every part of ``cfg`` that would read privileged state in the observation-only
     setting: a full simulator state as policy (and critic) input, a shaped simulator reward to train on, a state
     world model that predicts simulator state (an observation model is allowed; co-evolution refits it on episodes'
-    outcomes, ``toolkits.recipes.coevolution_checks``)."""
+    outcomes, ``toolkits.recipes.coevolution_refit``)."""
     if cfg.setting != OBSERVATION_ONLY:
         return
     for key, env in all_envs(cfg):
