@@ -44,11 +44,12 @@ install-maniskill: $(MANISKILL_STAMP)
 quickstart: install
 	bash scripts/run_embodiment.sh quickstart
 
-# Two pytest workers (pytest-xdist), each test file on one of them (module fixtures built once); the suite is
-# mostly CPU-bound, so on 2 cores two gain little (1017 s against 1173 s in one process, results page).
+# Two pytest workers (pytest-xdist), each test file on one of them (module fixtures built once), the files with
+# slow tests handed out first (tests/conftest.py; xdist's own reorder, by number of tests, would start the longest
+# files last); the suite is mostly CPU-bound, so on 2 cores two gain little (1017 s against 1173 s in one process).
 # TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
-PYTEST := $(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
+PYTEST := $(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: install install-libero install-maniskill
 	$(VENV)/bin/ruff check .

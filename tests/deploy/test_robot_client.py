@@ -2,10 +2,13 @@
 ``ActionChunkBroker`` against the server succeed exactly where in-process evaluation of the same policy
 directory succeeds (same layouts, the server's per-request noise)."""
 
+import pytest
+
 from tests.assets import QUICKSTART_TASKS
 from tests.deploy.conftest import POLICY_DIR
 
 
+@pytest.mark.slow
 def test_served_success_matches_in_process_evaluation(server):
     from toolkits.deploy.robot_client import run_in_process_episodes, run_served_episodes
 

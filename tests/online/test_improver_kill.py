@@ -32,11 +32,8 @@ def improver(tmp_path) -> subprocess.Popen:
     )
 
 
-@pytest.mark.parametrize("point", ["round_001/train/index.json", "round_001/sft"])
-def test_an_improver_killed_midway_finishes_its_round_once_on_restart(tmp_path, point):
-    reg = PolicyRegistry.create(tmp_path / "reg")
-    reg.publish_directory(POLICY)
-    shutil.copytree(EPISODES, tmp_path / "rec")
+def kill_at(tmp_path, point: str) -> None:
+    """Start the improver and kill -9 it the moment ``point`` appears under its work dir."""
     proc = improver(tmp_path)
     deadline = time.time() + 300
     while not (tmp_path / "w" / point).exists():
@@ -45,9 +42,19 @@ def test_an_improver_killed_midway_finishes_its_round_once_on_restart(tmp_path, 
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    state = json.loads((tmp_path / "w" / "state.json").read_text())
-    assert state["running"] == {"number": 1, "new": 12} and state["rounds"] == []
-    assert reg.versions() == [1]
+
+
+def test_an_improver_killed_midway_finishes_its_round_once_on_restart(tmp_path):
+    """Killed once while it splits the episodes and again, restarted, while it fine-tunes: each time the round
+    stays open and nothing is published; a third start finishes it once, with the same 12 episodes."""
+    reg = PolicyRegistry.create(tmp_path / "reg")
+    reg.publish_directory(POLICY)
+    shutil.copytree(EPISODES, tmp_path / "rec")
+    for point in ("round_001/train/index.json", "round_001/sft"):
+        kill_at(tmp_path, point)
+        state = json.loads((tmp_path / "w" / "state.json").read_text())
+        assert state["running"] == {"number": 1, "new": 12} and state["rounds"] == [], point
+        assert reg.versions() == [1], point
     again = improver(tmp_path)
     out, _ = again.communicate(timeout=600)
     assert again.returncode == 0, out[-3000:]

@@ -16,6 +16,7 @@ def _fail(message: str) -> None:
     raise ValueError(message)
 
 
+@pytest.mark.slow
 def test_a_step_runs_in_a_ray_worker_raises_its_own_error_and_stops_the_ray_it_started():
     if ray.is_initialized():
         ray.shutdown()

@@ -27,6 +27,7 @@ def test_first_sigterm_requests_a_stop_and_the_second_interrupts():
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+@pytest.mark.slow
 def test_a_sigterm_after_ray_stopped_still_only_requests_a_stop():
     """``ray.shutdown`` resets SIGTERM to "terminate" underneath Python; ``Cluster.shutdown`` installs the handler
     again, so a co-evolution signalled between its rounds' jobs (while it rolls out or refits) stops after the

@@ -6,6 +6,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
 from ray.exceptions import RayTaskError
 
 from policy_and_value.runner.failure import describe_failure, record_failure
@@ -41,6 +42,7 @@ def _processes_under(path: str) -> list[str]:
     return out.splitlines()
 
 
+@pytest.mark.slow
 def test_worker_failing_at_start_is_one_line_and_leaves_no_ray_behind(tmp_path):
     """The env worker cannot make its env (an id gymnasium does not know): a failure only the worker can see,
     after Ray started. The job is the small CartPole one: the same start-up path, with workers that import

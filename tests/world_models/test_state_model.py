@@ -222,6 +222,7 @@ def test_a_reward_head_is_added_to_a_saved_model_and_trained_alone(rule_episodes
     )
 
 
+@pytest.mark.slow
 def test_a_focused_refit_learns_the_few_new_episodes_the_uniform_one_drowns(rule_episodes, tmp_path, capsys):
     """Six episodes in a new part of the state space where the world differs (the first entries move against the
     action) merged among the 48: a warm refit drawing half of each batch from them predicts their states better
@@ -277,6 +278,7 @@ def test_bad_config_is_one_line_and_exit_2(rule_episodes, tmp_path, capsys):
         assert "train.device='cuda': no GPU is visible here" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_training_the_state_model_imports_no_diffusers():
     """Without a renderer the state model needs torch alone: ``world_models`` loads the video model's
     names on first use, so a GPU node without diffusers can still train and refit state models."""

@@ -60,6 +60,7 @@ def test_lora_trains_only_adapters_and_heads(make_policy, obs):
     assert any(got[k] for k in trainable if "lora_A" in k or "lora_B" in k)
 
 
+@pytest.mark.slow
 def test_flow_matching_loss_learns_a_fixed_batch(make_policy, obs):
     policy = make_policy("tiny")
     actions = torch.rand(3, 4, 4) * 2 - 1
