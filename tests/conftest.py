@@ -2,12 +2,14 @@
 
 import os
 
+import pytest
+
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def pytest_collection_modifyitems(config, items) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Files with slow tests first, each file's tests in their order. ``make test`` runs each file whole on one of
     two workers (``--dist loadfile --no-loadscope-reorder``, in this order): a long file handed out last would
     leave the other worker idle until it ends, while the many short files at the end keep both busy."""
