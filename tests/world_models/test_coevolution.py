@@ -412,3 +412,33 @@ def test_a_checkpoint_that_cannot_continue_the_rounds_is_refused(recorded_rounds
     keys = [*_overrides(real_world), f"runner.logger.log_path={tmp_path}", "runner.logger.experiment_name=co"]
     with pytest.raises(ConfigError, match=r"runner.resume_dir=.*global_step_3.*past round 1's end"):
         load_config("ppo_pi0_metaworld", [*keys, f"runner.resume_dir={step3}"])
+
+
+def _eval_job(setting: str, tasks: list[str]) -> SimpleNamespace:
+    """What ``collect_real`` reads of a job: its setting, its Meta-World eval env, the policy's noise, the layouts."""
+    ev = SimpleNamespace(env_type="metaworld", tasks=tasks, cameras=["corner", "gripperPOV"], image_size=64,
+                         max_episode_steps=6, num_envs=len(tasks), suite=None, state_type="proprio")  # fmt: skip
+    return SimpleNamespace(setting=setting, env=SimpleNamespace(eval=ev), model=SimpleNamespace(
+        pi0={"noise_level": 0.5}), coevolution=SimpleNamespace(layout_seed=0))  # fmt: skip
+
+
+def test_observation_only_rounds_record_what_a_robot_records(tmp_path, monkeypatch):
+    """In the observation-only setting a round's Meta-World rollouts hold the hand's proprioception and the success
+    alone (no object or goal pose, no shaped reward), as LIBERO's do; the privileged recipes keep the full state."""
+    from toolkits.episodes import EpisodeDataset
+    from toolkits.recipes import coevolution
+
+    tasks = ["drawer-open-v3", "button-press-topdown-v3", "door-open-v3"]
+    policy = str(Path(__file__).parents[2] / "assets" / "metaworld_obs" / "policy")
+    out = coevolution.collect_real(_eval_job("observation_only", tasks), policy, str(tmp_path / "obs"), 0, 1)
+    assert out["episodes"] == 3 and out["env_steps"] == 18
+    episodes = EpisodeDataset(str(tmp_path / "obs"))
+    for i in range(len(episodes)):
+        state, reward, success = (episodes.read(i, k) for k in ("state", "rewards", "success"))
+        assert state.shape == (7, 4), state.shape  # the start and 6 steps: hand xyz and gripper
+        assert ((reward == 0) | (reward == 1)).all() and (reward == success).all(), (reward, success)
+
+    seen = {}
+    monkeypatch.setattr("toolkits.collect_episodes.collect", lambda *a, **kw: seen.update(kw) or {})
+    coevolution.collect_real(_eval_job("privileged", tasks), policy, str(tmp_path / "full"), 0, 1)
+    assert seen["simulator"] is None  # Meta-World as the privileged recipes read it

@@ -40,6 +40,7 @@ from policy_and_value.algorithms.optimizer import scheduled_optimizer_steps
 from policy_and_value.config.env_checks import env_groups, world_model_groups
 from policy_and_value.config.schema import EnvConfig, JobConfig
 from toolkits.base.checkpoint import checkpoint_step, log_dir_of
+from toolkits.base.setting import OBSERVATION_ONLY
 from toolkits.recipes.coevolution_checks import finished_rounds
 from toolkits.recipes.coevolution_refit import refit
 
@@ -77,15 +78,18 @@ def collect_real(
 ) -> dict[str, Any]:
     """Episodes of the policy in ``policy_dir`` in the eval env's simulator with its tasks and views (Meta-World on
     the layouts of ``coevolution.layout_seed``; LIBERO on the training init states, the first 25 a task): its own
-    rollouts, or with ``imagine`` (a world-model env config) its episodes planned there and replayed open loop.
+    rollouts, or with ``imagine`` (a world-model env config) its episodes planned there and replayed open loop. In
+    the observation-only setting the files hold what a robot records (proprioception, the success), as LIBERO's do.
     Returns the number of env steps, episodes and their success rate."""
     from toolkits.collect_episodes import collect
     from toolkits.episodes import EpisodeWriter
 
     ev = cfg.env.eval
-    simulator = None  # Meta-World; LIBERO as it records: proprioception and the episode's success
-    if ev.env_type == "libero":
+    simulator = None  # Meta-World with its full state and shaped reward (the privileged recipes read them)
+    if ev.env_type == "libero":  # as it records: proprioception and the episode's success
         simulator = dict(env_type="libero", suite=ev.suite, start_states="train", state_type=ev.state_type)
+    elif cfg.setting == OBSERVATION_ONLY:  # what a robot records: the hand's proprioception and the success
+        simulator = dict(env_type="metaworld", state_type="proprio")
     info = {
         "cameras": list(ev.cameras),
         "image_size": ev.image_size,
