@@ -33,6 +33,7 @@ BUILT_BY_RECIPE = {
     "rl_metaworld_obs2_wm_value",
     "rl_libero_obs_value",
     "rl_libero_obs_wm_value",
+    "rl_libero_obs_wm_branch",
     "rl_libero_obs_coevolution",
 }
 

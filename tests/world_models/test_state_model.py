@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 
-import world_models.env  # noqa: F401 - registers env_type world_model
 from tests.world_models.conftest import PROMPTS, VIEWS, tiny_dynamics, write_drift_episodes
 from tests.world_models.test_env import _actions
 from toolkits.episodes import Episode, EpisodeDataset, EpisodeWriter
