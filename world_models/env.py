@@ -35,11 +35,12 @@ from policy_and_value.config.schema import EnvConfig
 from policy_and_value.envs.base import BatchedEnv, EnvSpec, Observation, assign_tasks, time_left
 from policy_and_value.envs.registry import register_env
 from world_models.dynamics_config import frame_offsets
+from world_models.imagined_rewards import ImaginedRewards
 from world_models.reset_episodes import load_reset_episodes
 from world_models.state_scoring import StateScoring
 
 
-class WorldModelEnv(StateScoring, BatchedEnv):
+class WorldModelEnv(ImaginedRewards, StateScoring, BatchedEnv):
     """``num_envs`` imagined environments over ``cfg.tasks`` (round-robin over env groups: ``assign_tasks``)."""
 
     def __init__(
@@ -302,15 +303,14 @@ class WorldModelEnv(StateScoring, BatchedEnv):
         return [per_group[int(i) // g] for i in ids]
 
     @torch.no_grad()
-    def chunk_step(
+    def _imagine_chunk(
         self, actions: torch.Tensor
-    ) -> tuple[Observation, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
-        from reward_models.rewards import rewards_from_progress
-
-        n, c = self.num_envs, self.chunk
-        actions = actions.reshape(n, c, self.action_dim).float().clamp(-1, 1)
-        real = self._track_replay(actions)
-        path, uncertainty, spread = None, torch.zeros(n), torch.zeros(n, c)
+    ) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """What follows ``actions`` [N, C, A]: (every state-model member's states after each action [K, N, C, S] or
+        None, the members' disagreement at the chunk's end [N], the imagined frames [N, T_f, V, H, W, 3] uint8, the
+        next state the policy sees or None)."""
+        n = self.num_envs
+        path, uncertainty = None, torch.zeros(n)
         if self.state_model is not None:
             path = self.state_model.rollout_chunk(
                 torch.from_numpy(self._members).to(self.device), actions.to(self.device), self._tasks_one_hot
@@ -332,6 +332,17 @@ class WorldModelEnv(StateScoring, BatchedEnv):
             )  # fmt: skip
             images = out["images"].cpu()  # [N, T_f, V, H, W, 3] uint8
             next_state = out.get("state") if path is None else path[:, :, -1].mean(0)
+        return path, uncertainty, images, next_state
+
+    @torch.no_grad()
+    def chunk_step(
+        self, actions: torch.Tensor
+    ) -> tuple[Observation, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
+        """Imagine the chunk for every env, score its frames, reward its actions, end the episodes it ends."""
+        n, c = self.num_envs, self.chunk
+        actions = actions.reshape(n, c, self.action_dim).float().clamp(-1, 1)
+        real = self._track_replay(actions)
+        path, uncertainty, images, next_state = self._imagine_chunk(actions)
         if self.cfg.reobserve_frames:  # the members go on from the code of the frame they show
             path[:, :, -1] = self._reobserved(path[:, :, -1], images[:, -1])
         if path is not None:
@@ -341,37 +352,12 @@ class WorldModelEnv(StateScoring, BatchedEnv):
         else:
             scores = self.scorer.score(images, self.prompts).cpu()  # [N, T_f]
         progress = torch.cat([torch.from_numpy(self._progress)[:, None], scores], dim=1)
-        # frame j ends on action offsets[j] - 1; termination at the first frame over the threshold
-        ends = [o - 1 for o in self.offsets]
-        reached = scores >= self.cfg.success_threshold
+        reached = scores >= self.cfg.success_threshold  # termination at the first frame over the threshold
         first_hit = torch.where(
             reached.any(1), reached.float().argmax(1), torch.full((n,), self.future_frames)
         )
         mode = "chunk_reward" if self.cfg.chunk_reward else self.cfg.reward_mode
-        if mode == "state_reward":  # every action's shaped reward, read off the state it led to
-            values = self._reward_members(path) * self.cfg.reward_coef  # [K, N, C]
-            rewards, spread = self._pessimistic(values)  # [N, C] each
-            if not self.cfg.ignore_terminations:  # nothing after the action that ends the first success frame
-                last = torch.tensor([*ends, c - 1])[first_hit]
-                paid = torch.arange(c) <= last[:, None]
-                rewards, spread = rewards * paid, spread * paid
-        else:
-            if mode in ("success", "value"):  # the outcome: reward_coef on the first frame over the threshold
-                frame_rewards = (
-                    torch.arange(self.future_frames) == first_hit[:, None]
-                ).float() * self.cfg.reward_coef
-            else:
-                frame_rewards = rewards_from_progress(progress, mode, self.cfg.reward_coef)  # [N, T_f]
-            rewards = torch.zeros(n, c)
-            for j, a in enumerate(ends):
-                alive = (
-                    j <= first_hit if not self.cfg.ignore_terminations else torch.ones(n, dtype=torch.bool)
-                )
-                rewards[:, a] += torch.where(alive, frame_rewards[:, j], torch.zeros(n))
-        if mode == "value":  # the potential's change over the chunk, on its last action
-            potential = self._values_of_states(path[:, :, -1])
-            rewards[:, -1] += potential - torch.from_numpy(self._potential)
-            self._potential = potential.numpy().astype(np.float32)
+        rewards, spread = self._chunk_rewards(path, progress, first_hit, mode)
         rewards[:, -1] -= (
             self.cfg.uncertainty_penalty * uncertainty
         )  # MOPO: distrust what the members dispute

@@ -16,6 +16,7 @@ from policy_and_value.config.schema import EnvConfig, env_config
 from policy_and_value.envs import make_env
 from tests.world_models.conftest import PROMPTS
 from toolkits.base.errors import ConfigError
+from world_models.imagined_rewards import frame_rewards_on_actions
 
 
 def _cfg(episodes, model_dirs, **kw) -> EnvConfig:
@@ -207,3 +208,14 @@ def test_reset_episodes_grouped_by_task_and_every_task_needs_one(episodes):
     assert grouped[1][0]["state"].shape[1] < 39 and grouped[1][0]["state"].dtype == np.float32
     with pytest.raises(ValueError, match=r"dynamics_model_image_root=.*no episodes of \['door-open-v3'\]"):
         load_reset_episodes(episodes, ["reach-v3", "door-open-v3"], "full")
+
+
+def test_frame_rewards_land_on_the_action_ending_each_frame_and_stop_after_success():
+    """Frame j's reward goes on action ends[j]; after the first success frame nothing more is paid, unless the
+    episode does not end there (ignore_terminations)."""
+    frames = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    first_hit = torch.tensor([0, 2])  # env 0 succeeds on frame 0; env 1 never (T_f)
+    stopped = frame_rewards_on_actions(frames, [1, 3], first_hit, chunk=4, stop_at_success=True)
+    torch.testing.assert_close(stopped, torch.tensor([[0.0, 1.0, 0.0, 0.0], [0.0, 3.0, 0.0, 4.0]]))
+    going_on = frame_rewards_on_actions(frames, [1, 3], first_hit, chunk=4, stop_at_success=False)
+    torch.testing.assert_close(going_on, torch.tensor([[0.0, 1.0, 0.0, 2.0], [0.0, 3.0, 0.0, 4.0]]))
