@@ -1,4 +1,4 @@
-"""How the world-model env turns a chunk's scores into per-action rewards, one function per ``reward_mode``:
+"""How the world-model env turns a chunk's scores into per-action rewards, for each ``reward_mode``:
 ``chunk_reward`` and the progress modes (``reward_models.rewards``), ``success`` (the outcome alone), ``value`` (the
 outcome plus the value potential's change over the chunk) and ``state_reward`` (the reward heads on every state). A
 mixin of ``WorldModelEnv`` (it reads the env's ``cfg``, ``chunk``, ``future_frames``, ``offsets`` and the
