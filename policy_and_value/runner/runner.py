@@ -298,13 +298,15 @@ class EmbodiedRunner:
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, float]:
         """Deterministic episodes on the eval envs (one per env per round) -> ``eval/<metric>``, with the
-        rollout holding the latest update (so the evaluation after step N measures N updates)."""
+        rollout holding the latest update (so the evaluation after step N measures N updates); the policy's
+        noise comes from the evaluations' own stream, the same each time, and leaves training's draws alone."""
         self.ensure_rollout_current()
         cfg = self.cfg
         ecfg = cfg.env.eval
         S = cfg.rollout.pipeline_stage_num
         rounds = math.ceil(cfg.env.eval_episodes / ecfg.num_envs)
         chunks = math.ceil(ecfg.max_episode_steps / ecfg.num_action_chunks)
+        ray.get(self.rollout.call("begin_eval"))  # the policy's noise: the same draws every evaluation
         stats = []
         for round_idx in range(rounds):
             outs = {}

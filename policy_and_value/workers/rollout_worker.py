@@ -17,6 +17,7 @@ from policy_and_value.runtime.weight_sync import layout_of
 from policy_and_value.workers.base import Worker
 from policy_and_value.workers.env_worker import EnvOutput
 from policy_and_value.workers.trajectory import obs_index, obs_stack, shard_columns
+from toolkits.base.seeding import RandomStream
 from toolkits.base.tensors import tensors_to
 
 
@@ -35,6 +36,9 @@ class StreamBuffer:
         self.dones: list[torch.Tensor] = []
 
 
+EVAL_SEED_OFFSET = 40_000  # beside base.COMPONENT_SEED_OFFSET's
+
+
 class RolloutWorker(Worker):
     """Policy inference for env streams; records (obs, action, logprob, value, reward, done)."""
 
@@ -51,6 +55,9 @@ class RolloutWorker(Worker):
         self.synced = False
         self.buffers: dict[str, StreamBuffer] = {}
         self.shards: dict[str, dict[str, Any]] = {}
+        # evaluations draw the policy's noise from a stream of their own, restarted by each one: they leave the
+        # training samples as they would be without them, and every evaluation draws the same noise
+        self.eval_stream = RandomStream(cfg.runner.seed + EVAL_SEED_OFFSET + rank)
 
     # ------------------------------------------------------------------ weights
     @torch.no_grad()
@@ -95,8 +102,15 @@ class RolloutWorker(Worker):
         with self.busy():
             return self._predict(key, env_out, mode)
 
+    def begin_eval(self) -> None:
+        """An evaluation starts: its draws repeat the last evaluation's."""
+        self.eval_stream.restart()
+
     def _predict(self, key: str, env_out: EnvOutput, mode: str) -> torch.Tensor:
         obs = tensors_to(env_out["obs"], self.device)
+        if mode == "eval":
+            with self.eval_stream:
+                return self.policy.predict(obs, mode=mode).actions.cpu()
         out = self.policy.predict(obs, mode=mode)
         if mode == "train":
             buf = self.buffers.setdefault(key, StreamBuffer())

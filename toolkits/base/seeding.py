@@ -31,3 +31,29 @@ def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class RandomStream:
+    """A random stream of its own, from ``seed``: draws made inside ``with stream:`` neither move the process's
+    streams nor depend on them, and the next ``with`` goes on where the last one stopped (``restart`` begins again)."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.state: dict[str, Any] | None = None
+        self._outer: dict[str, Any] | None = None
+
+    def restart(self) -> None:
+        """The next draws repeat those after the seed."""
+        self.state = None
+
+    def __enter__(self) -> RandomStream:
+        self._outer = get_rng_state()
+        if self.state is None:
+            seed_everything(self.seed)
+        else:
+            set_rng_state(self.state)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.state = get_rng_state()
+        set_rng_state(self._outer)
