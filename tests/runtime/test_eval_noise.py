@@ -4,22 +4,15 @@ not change the samples training draws after them, and every evaluation draws the
 import torch
 
 from policy_and_value.config import load_config
-from policy_and_value.envs.base import EnvSpec
 from policy_and_value.workers.rollout_worker import RolloutWorker
+from tests.runtime.test_runner_pi0 import metaworld_spec
 
 
 def _worker() -> RolloutWorker:
     cfg = load_config(
         "ppo_pi0_metaworld", ["model.pi0.num_steps=2", "env.train.tasks=[reach-v3,drawer-close-v3]"]
     )
-    spec = EnvSpec(
-        action_dim=4,
-        num_action_chunks=4,
-        state_dim=39,
-        image_shape=(1, 64, 64),
-        tasks=tuple(cfg.env.train.tasks),
-    )
-    return RolloutWorker(0, 1, 1, cfg, spec)
+    return RolloutWorker(0, 1, 1, cfg, metaworld_spec(cfg))
 
 
 def _env_out(seed: int) -> dict:

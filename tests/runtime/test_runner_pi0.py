@@ -7,11 +7,23 @@ import pytest
 import torch
 
 from policy_and_value.config import load_config
+from policy_and_value.config.schema import JobConfig
 from policy_and_value.envs.base import EnvSpec
 from policy_and_value.models import make_policy
 from tests.runtime.jobs import run_and_read
 
 pytestmark = pytest.mark.slow
+
+
+def metaworld_spec(cfg: JobConfig) -> EnvSpec:
+    """What ppo_pi0_metaworld's envs give its policy: 4 actions in chunks of 4, the full 39-number state, one 64x64 view."""
+    return EnvSpec(
+        action_dim=4,
+        num_action_chunks=4,
+        state_dim=39,
+        image_shape=(1, 64, 64),
+        tasks=tuple(cfg.env.train.tasks),
+    )
 
 
 def save_imitation_checkpoint(overrides: list[str], path: Path) -> torch.nn.Module:
@@ -20,14 +32,9 @@ def save_imitation_checkpoint(overrides: list[str], path: Path) -> torch.nn.Modu
     from policy_and_value.models.pi0 import save_pretrained
 
     cfg = load_config("ppo_pi0_metaworld", overrides)
-    spec = EnvSpec(
-        action_dim=4,
-        num_action_chunks=4,
-        state_dim=39,
-        image_shape=(1, 64, 64),
-        tasks=tuple(cfg.env.train.tasks),
+    init = make_policy(
+        cfg.model.model_copy(update={"add_value_head": False}), metaworld_spec(cfg), "chunk_level"
     )
-    init = make_policy(cfg.model.model_copy(update={"add_value_head": False}), spec, "chunk_level")
     save_pretrained(init, path)
     return init
 
