@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
 
 from tests.runtime.jobs import run_and_read
 
@@ -41,8 +40,9 @@ def test_ppo_on_mixed_imagined_and_real_envs_evaluates_in_metaworld(episodes, mo
     )  # fmt: skip
     rows = run_and_read("ppo_cnn_metaworld", tmp_path, "wm", overrides)
     assert [r["step"] for r in rows] == [1, 2]
+    # each env's group reaches the actor's credit (a group's loss_weight there: tests/algorithms/test_actor_update_options)
     for key in ("env/imagined/return", "env/real/return", "env/reach-v3/return", "train/actor/ratio",
-                "eval/success_once"):  # fmt: skip
+                "eval/success_once", "rollout/imagined/advantages_mean", "rollout/real/advantages_mean"):  # fmt: skip
         assert any(key in r for r in rows), key
     videos = list((tmp_path / "wm" / "wm_pred" / "train" / "imagined").glob("*.mp4"))
     assert videos, "visualize_wm_pred writes prediction videos in the log dir"
@@ -103,25 +103,3 @@ def test_grpo_compares_samples_from_shared_imagined_starts(episodes, model_dirs,
         assert 0.0 < row["train/actor/positive_advantage_fraction"] < 1.0  # ranked within groups
         assert math.isfinite(row["train/actor/fm_loss"]) and "train/critic/value_loss" not in row
 
-
-def test_a_group_weighted_zero_does_not_move_the_update(episodes, model_dirs, tmp_path):
-    """``loss_weight: 0`` on the imagined group, through the whole runtime: scaling its rewards five-fold reaches
-    its advantages (not normalised across envs) yet leaves the trained weights as they were."""
-    from safetensors.torch import load_file
-
-    def trained(name: str, coef: float) -> tuple[list[dict], dict]:
-        overrides = mixed_job(
-            model_dirs, episodes, f",reward_coef:{coef},loss_weight:0", "", "~env.eval",
-            "algorithm.normalize_advantages=false", "runner.max_steps=1", "runner.val_check_interval=-1",
-            "runner.save_interval=1",
-        )  # fmt: skip
-        rows = run_and_read("ppo_cnn_metaworld", tmp_path, name, overrides)
-        return rows, load_file(
-            tmp_path / name / "checkpoints" / "global_step_1" / "rollout" / "model.safetensors"
-        )
-
-    (base_rows, base), (scaled_rows, scaled) = trained("w0", 1.0), trained("w0_scaled", 5.0)
-    base_row, scaled_row = base_rows[0], scaled_rows[0]
-    assert base_row["rollout/imagined/returns_mean"] != scaled_row["rollout/imagined/returns_mean"]  # reached
-    assert base_row["rollout/real/advantages_mean"] == scaled_row["rollout/real/advantages_mean"]
-    assert all(torch.equal(base[k], v) for k, v in scaled.items())
