@@ -102,4 +102,3 @@ def test_grpo_compares_samples_from_shared_imagined_starts(episodes, model_dirs,
         assert row["rollout/returns_max"] >= row["rollout/returns_min"]  # the episodes' progress gains
         assert 0.0 < row["train/actor/positive_advantage_fraction"] < 1.0  # ranked within groups
         assert math.isfinite(row["train/actor/fm_loss"]) and "train/critic/value_loss" not in row
-
