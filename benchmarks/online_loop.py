@@ -4,8 +4,8 @@ recorded, real env steps and wall time.
 
     .venv/bin/python benchmarks/online_loop.py [--policy-dir assets/metaworld_obs/policy] [--episodes 20] \\
         [--rounds 1] [--sft-steps 300] [--eval-episodes 20] [--out logs/online_loop] \\
-        [--method imagination [--rl-steps 10] [--refit-steps 300] [--max-heldout-loss-ratio 1.5] \\
-        [--anchor-coef 1.0] [--rl-override K=V]]
+        [--method imagination [--rl-config rl_release] [--rl-steps 10] [--refit-steps 300] \\
+        [--max-heldout-loss-ratio 1.5] [--anchor-coef 1.0] [--rl-override K=V]]
 
 One process: a ``PolicyServer`` following a new registry (version 1: ``--policy-dir``) and recording; robot clients
 (``toolkits.deploy.robot_client``, openpi's own client, Meta-World on the served layouts, ``layout_seed`` 0) play
@@ -51,7 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=1, help="improver rounds (each after --episodes per task)")
     p.add_argument("--method", choices=["imitation", "imagination"], default="imitation")
     p.add_argument("--sft-steps", type=int, default=300, help="--method imitation")
-    p.add_argument("--rl-steps", type=int, default=10, help="--method imagination: rl_release steps")
+    p.add_argument(
+        "--rl-config", default="rl_release", help="--method imagination: the RL job run in the world model"
+    )
+    p.add_argument("--rl-steps", type=int, default=10, help="--method imagination: the RL job's steps")
     p.add_argument("--anchor-coef", type=float, default=0.0, help="--method imagination: imitation anchor")
     p.add_argument(
         "--rl-override", action="append", default=[], help="--method imagination: a key=value of RL"
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = ImproverConfig.model_validate({
         "registry": str(reg.root), "recordings": recordings, "work_dir": str(out / "improver"),
         "min_new_episodes": args.episodes * len(tasks), "holdout_every": 5, "once": True, "method": args.method,
-        "imagination": {"rl_overrides": [f"runner.max_steps={args.rl_steps}", *args.rl_override], "refit_steps": args.refit_steps,
+        "imagination": {"rl_config": args.rl_config, "rl_overrides": [f"runner.max_steps={args.rl_steps}", *args.rl_override], "refit_steps": args.refit_steps,
                         "anchor_coef": args.anchor_coef},
         "sft_overrides": [f"train.max_steps={args.sft_steps}", "train.warmup_steps=10",
                           f"train.save_interval={args.sft_steps}"],

@@ -148,13 +148,11 @@ def eval_policy(cfg, weights: str | None):
 
 def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, float]:
     """Real-simulator success per task of the config's policy (``weights``: a rollout safetensors file)."""
-    import torch
 
     from policy_and_value.offline.evaluate import evaluate_in_metaworld
 
     ecfg = cfg.env.eval
     policy = eval_policy(cfg, weights)
-    torch.manual_seed(seed)  # the same initial noise draws for every policy evaluated with this seed
     res = evaluate_in_metaworld(
         policy, list(ecfg.tasks), episodes, list(ecfg.cameras), ecfg.image_size, ecfg.state_type,
         ecfg.max_episode_steps, num_envs=3 * len(ecfg.tasks), seed=1000 + seed, layout_seed=ecfg.layout_seed,

@@ -28,6 +28,7 @@ from policy_and_value.config.schema import env_config
 from policy_and_value.models.base import BasePolicy
 from toolkits.base.cli import tool_prog
 from toolkits.base.errors import ConfigError, config_error
+from toolkits.base.seeding import RandomStream
 
 
 @torch.no_grad()
@@ -45,7 +46,9 @@ def evaluate_in_metaworld(
     simulator: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Run rounds of batched episodes until every task has ``episodes_per_task``; per-task success.
-    Layouts are drawn (by ``seed``) from the 50 per task of ``layout_seed`` (``EnvConfig.layout_seed``).
+    Layouts are drawn (by ``seed``) from the 50 per task of ``layout_seed`` (``EnvConfig.layout_seed``); the policy's
+    noise comes from a stream of ``seed`` too, so policies evaluated with one seed meet the same draws (a comparison
+    paired on noise) and the process's random streams are left as they were.
     ``simulator``: env keys of another simulator (``{"env_type": "libero", "suite": "libero_object"}`` or
     ``{"env_type": "maniskill"}``): its start states drawn by ``seed``, its proprio state and success
     (``state_type`` is then ignored)."""
@@ -63,9 +66,11 @@ def evaluate_in_metaworld(
     env = make_env(cfg, num_envs, seed=seed)
     results: dict[str, list[bool]] = defaultdict(list)
     policy.eval()
+    noise = RandomStream(seed)
     try:
         while min(len(results[t]) for t in tasks) < episodes_per_task:
-            success = play_episodes(policy, env, mode="eval")
+            with noise:
+                success = play_episodes(policy, env, mode="eval")
             for i, task_id in enumerate(env.task_ids):
                 task = tasks[task_id]
                 if len(results[task]) < episodes_per_task:

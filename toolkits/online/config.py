@@ -16,7 +16,7 @@ class GateConfig(Strict):
 
     # its flow-matching loss on held-out recorded episodes at most this multiple of the current version's
     max_heldout_loss_ratio: float = Field(1.0, gt=0.0)
-    # in simulation: Meta-World success on layouts never recorded (both versions, the same seeds); null: no
+    # in simulation: Meta-World success on layouts never recorded (both versions, the same layouts and noise draws); null: no
     # simulator gate (a robot has none)
     eval_tasks: list[str] | None = None
     eval_episodes: int = Field(10, ge=1)  # per task
