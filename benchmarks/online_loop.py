@@ -14,7 +14,8 @@ One process: a ``PolicyServer`` following a new registry (version 1: ``--policy-
 on held-out recordings and on Meta-World success on unseen layouts, ``layout_seed`` 1) runs its round and publishes;
 the server swaps between episodes and the clients play ``--episodes`` more per task. Each version's success is
 measured twice: on the episodes it served (from the recordings, by ``policy_version``) and in-process on
-``--eval-episodes`` per task of the unseen layouts (the same seeds for both).
+``--eval-episodes`` per task of the unseen layouts (the same layouts and noise draws for both). Every serving phase
+plays the same layouts, so the versions' served success is compared on them too.
 """
 
 from __future__ import annotations
@@ -106,8 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     with ServerThread(PolicyServer(follower, port=0, record=recordings)) as thread:
         for number in range(args.rounds + 1):
             t0 = time.time()
+            # every phase plays the same layouts: the versions' served success is compared on them
             run_served_episodes("127.0.0.1", thread.server.port, tasks, args.episodes, num_envs=args.num_envs,
-                                seed=1000 + number, layout_seed=0)  # fmt: skip
+                                seed=1000, layout_seed=0)  # fmt: skip
             timings[f"serve {number + 1}"] = time.time() - t0
             if number == args.rounds:
                 break
