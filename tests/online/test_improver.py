@@ -154,6 +154,10 @@ def test_an_unreadable_recording_is_quarantined_and_the_rest_used(service):
         ),
         ("method=imagination imagination.rl_config=ppo_mlp_cartpole", "(imagination.rl_config"),
         ("method=imagination imagination.world_model={tmp}", "imagination.world_model="),
+        (
+            "method=imagination imagination.rl_config=rl_metaworld_wm_pessimistic_critic_20demo",
+            "imagination.refit_steps=300: the refit trains on what a robot records",
+        ),
         ("method=learning", "method="),
         ("min_new_episodes=0", "min_new_episodes"),
     ],

@@ -31,7 +31,9 @@ class GateConfig(Strict):
 class ImaginationConfig(Strict):
     """Recipe ``imagination``: refit the observation world model warm on the recorded episodes, then RL in it."""
 
-    rl_config: str = "rl_release"  # an RL job whose env.train is an observation world model
+    # an RL job whose env.train is a state model's world: an observation model (rl_release), or in simulation one on
+    # the simulator's state (e.g. rl_metaworld_wm_pessimistic_critic_20demo, with refit_steps 0)
+    rl_config: str = "rl_release"
     rl_overrides: list[str] = Field(default_factory=lambda: ["runner.max_steps=10"])
     # the world model of the first round (null: rl_config's env.train.state_model_config); later rounds start from
     # the last round's refit

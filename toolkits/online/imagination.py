@@ -150,4 +150,9 @@ def check_imagination(cfg: ImproverConfig, current: Path) -> None:
         raise ConfigError(f"{err} (imagination.rl_config / imagination.rl_overrides)") from None
     if job.env.train.env_type != "world_model" or not job.env.train.state_model_config:
         raise config_error("imagination.rl_config", cfg.imagination.rl_config,
-                           "an RL job whose env.train is an observation world model (e.g. rl_release)")  # fmt: skip
+                           "an RL job whose env.train is a state model's world (e.g. rl_release)")  # fmt: skip
+    if cfg.imagination.refit_steps > 0 and job.setting != "observation_only":
+        raise config_error("imagination.refit_steps", cfg.imagination.refit_steps,
+                           f"the refit trains on what a robot records, and {cfg.imagination.rl_config} reads the "
+                           "simulator's state (its setting is not observation_only): set 0 to improve in its model as "
+                           "it is")  # fmt: skip
