@@ -147,8 +147,8 @@ def eval_policy(cfg, weights: str | None):
 
 
 def evaluate(cfg, weights: str | None, episodes: int, seed: int) -> dict[str, float]:
-    """Real-simulator success per task of the config's policy (``weights``: a rollout safetensors file)."""
-
+    """Real-simulator success per task of the config's policy (``weights``: a rollout safetensors file); its noise
+    drawn from the seed, so every policy evaluated with ``seed`` meets the same draws."""
     from policy_and_value.offline.evaluate import evaluate_in_metaworld
 
     ecfg = cfg.env.eval

@@ -16,8 +16,8 @@ class GateConfig(Strict):
 
     # its flow-matching loss on held-out recorded episodes at most this multiple of the current version's
     max_heldout_loss_ratio: float = Field(1.0, gt=0.0)
-    # in simulation: Meta-World success on layouts never recorded (both versions, the same layouts and noise draws); null: no
-    # simulator gate (a robot has none)
+    # in simulation: Meta-World success on layouts never recorded (both versions on the same layouts and noise
+    # draws); null: no simulator gate (a robot has none)
     eval_tasks: list[str] | None = None
     eval_episodes: int = Field(10, ge=1)  # per task
     eval_layout_seed: int = 1  # 50 layouts per task other than those served (layout_seed 0)
@@ -29,7 +29,8 @@ class GateConfig(Strict):
 
 
 class ImaginationConfig(Strict):
-    """Recipe ``imagination``: refit the observation world model warm on the recorded episodes, then RL in it."""
+    """Recipe ``imagination``: refit the observation world model warm on the recorded episodes, then RL in it (in
+    simulation, RL in a model of the simulator's state as it is)."""
 
     # an RL job whose env.train is a state model's world: an observation model (rl_release), or in simulation one on
     # the simulator's state (e.g. rl_metaworld_wm_pessimistic_critic_20demo, with refit_steps 0)

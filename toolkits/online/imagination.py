@@ -1,5 +1,7 @@
 """The improver's recipe ``imagination``: refit the observation world model warm on what the server recorded, then
-improve the current version with the RL job ``imagination.rl_config`` inside it (both on Ray, no simulator).
+improve the current version with the RL job ``imagination.rl_config`` inside it (both on Ray, no simulator). In
+simulation the job may train in a model of the simulator's state instead, as it is (``refit_steps`` 0: the recordings
+hold no shaped reward to refit its heads on).
 
 Imagined episodes start from the recorded training episodes' first frames and proprioception. The RL job's
 evaluation is the same world model started from the held-out recorded episodes (one env a start, the same starts
@@ -150,7 +152,7 @@ def check_imagination(cfg: ImproverConfig, current: Path) -> None:
         raise ConfigError(f"{err} (imagination.rl_config / imagination.rl_overrides)") from None
     if job.env.train.env_type != "world_model" or not job.env.train.state_model_config:
         raise config_error("imagination.rl_config", cfg.imagination.rl_config,
-                           "an RL job whose env.train is a state model's world (e.g. rl_release)")  # fmt: skip
+                           "an RL job that trains in a state model's imagination (e.g. rl_release)")  # fmt: skip
     if cfg.imagination.refit_steps > 0 and job.setting != "observation_only":
         raise config_error("imagination.refit_steps", cfg.imagination.refit_steps,
                            f"the refit trains on what a robot records, and {cfg.imagination.rl_config} reads the "
