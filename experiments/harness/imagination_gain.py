@@ -20,9 +20,8 @@ random chunks), ``reverse`` (``ablation.reverse_advantages=true``: the advantage
 update favours what imagination scored worse; the true arm minus this one is twice what the imagined
 advantages contribute) and ``recorded`` (shuffled, and every imagined episode one chunk long, so the policy
 only ever acts on recorded frames: neither the imagined frames nor the rewards reach the update).
-Evaluation samples with the ODE from initial noise drawn
-after ``torch.manual_seed(seed)``, over ``--eval-episodes`` per task on layouts drawn from seed
-1000 + seed, so every policy of a seed sees the same layouts and noise draws. Prints success per task (mean and
+Evaluation samples with the ODE, over ``--eval-episodes`` per task, its layouts and initial noise both drawn
+from seed 1000 + seed (``evaluate_in_metaworld``), so every policy of a seed sees the same layouts and noise draws. Prints success per task (mean and
 spread over seeds), real-env steps used during RL and wall time. With ``--curve-every N`` every arm
 also saves and evaluates every N steps and a learning-curve table (mean success against steps) follows.
 Extra ``key=value`` arguments are overrides for every job; ``--arm-name`` labels the config's own arm (e.g. ``Meta-World`` when the overrides
